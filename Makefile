@@ -1,0 +1,83 @@
+# LLM gateway: an nginx dynamic module.
+#
+#   make              build build/ngx_http_llm_gateway_module.so against Debian's nginx-dev
+#   make NGINX_SRC=/path/to/nginx-1.x.y   build against another nginx source tree
+#   make unit         build and run the pure-C++ unit tests (GoogleTest)
+#   make test         unit tests, then the integration suite (prove -r t/)
+#   make run          start stock nginx with the module on conf/example.conf (foreground)
+#   make bench        gateway vs plain nginx proxy_pass, side by side
+#   make deps         install missing Debian packages (apt-get), saying what it installs
+
+SHELL       := /bin/bash
+NGINX_SRC   ?= /usr/share/nginx/src
+NGINX_BIN   ?= /usr/sbin/nginx
+BUILD       ?= build
+MODULE      := $(BUILD)/ngx_http_llm_gateway_module.so
+NGX_BUILD   := $(BUILD)/nginx
+CXX         ?= g++
+CXXFLAGS    ?= -std=c++17 -O2 -g -Wall -Wextra -Werror -Wshadow -fPIC
+PROVE_JOBS  ?= 2
+
+CORE_SRCS   := $(sort $(wildcard src/core/*.cpp))
+CORE_HDRS   := $(wildcard src/core/*.h src/core/*.def)
+NGX_SRCS    := $(sort $(wildcard src/ngx/*.cpp))
+NGX_HDRS    := $(wildcard src/ngx/*.h)
+UNIT_SRCS   := $(sort $(wildcard t/unit/*.cpp))
+
+# Debian's configure flags for its stock nginx (--with-compat et al.), so the
+# module's signature matches /usr/sbin/nginx.
+CONF_FLAGS_FILE := $(NGINX_SRC)/conf_flags
+
+.PHONY: all module unit test integration run bench deps clean js
+
+all: module
+
+deps:
+	@scripts/install-deps
+
+# configure lists the sources when it runs: rerun it when files come or go.
+SRC_LIST := $(CORE_SRCS) $(NGX_SRCS)
+$(shell mkdir -p $(BUILD); echo '$(SRC_LIST)' | cmp -s - $(BUILD)/sources.list || echo '$(SRC_LIST)' > $(BUILD)/sources.list)
+
+$(NGX_BUILD)/Makefile: config $(CONF_FLAGS_FILE) $(BUILD)/sources.list
+	@rm -rf $(NGX_BUILD) && mkdir -p $(NGX_BUILD)
+	@cp -a $(NGINX_SRC)/. $(NGX_BUILD)/
+	@cd $(NGX_BUILD) && if [ -f conf_flags ]; then . ./conf_flags; else NGX_CONF_FLAGS=(--with-compat --with-http_ssl_module); fi; \
+	  ./configure "$${NGX_CONF_FLAGS[@]}" --with-cc-opt="-O2 -fstack-protector-strong" \
+	     --add-dynamic-module=$(CURDIR) > configure.log 2>&1 || { tail -30 configure.log; exit 1; }
+
+$(MODULE): $(NGX_BUILD)/Makefile $(CORE_SRCS) $(CORE_HDRS) $(NGX_SRCS) $(NGX_HDRS)
+	$(MAKE) -C $(NGX_BUILD) -f objs/Makefile modules
+	cp $(NGX_BUILD)/objs/ngx_http_llm_gateway_module.so $@
+
+module: $(MODULE)
+
+# ---- unit tests: the pure core, no nginx ----
+UNIT_BIN := $(BUILD)/unit_tests
+$(UNIT_BIN): $(CORE_SRCS) $(CORE_HDRS) $(UNIT_SRCS)
+	@mkdir -p $(BUILD)
+	$(CXX) $(CXXFLAGS) -Isrc -o $@ $(CORE_SRCS) $(UNIT_SRCS) -lgtest -lgtest_main -lpthread -lcrypto
+
+unit: $(UNIT_BIN)
+	$(UNIT_BIN)
+
+js: t/js/node_modules/.installed
+t/js/node_modules/.installed: t/js/package.json t/js/package-lock.json
+	cd t/js && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+integration: module js
+	LLMGW_MODULE=$(CURDIR)/$(MODULE) NGINX_BIN=$(NGINX_BIN) prove -j$(PROVE_JOBS) -r t/
+
+test: deps
+	$(MAKE) --no-print-directory unit
+	$(MAKE) --no-print-directory integration
+
+run: deps module
+	@scripts/run-example
+
+bench: deps module
+	@bench/run
+
+clean:
+	rm -rf $(BUILD)

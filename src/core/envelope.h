@@ -1,0 +1,20 @@
+// The gateway's error envelope (OpenAI style), used for every error the
+// gateway itself generates:
+//   {"error":{"message":"...","type":"...","code":"..."|null,"param":null}}
+#pragma once
+#include <string>
+#include <string_view>
+
+namespace llmgw {
+
+// code may be empty, which is rendered as null.
+std::string error_json(std::string_view message, std::string_view type, std::string_view code = {});
+
+// The same envelope as one SSE event, "event: error\ndata: {...}\n\n".
+std::string error_sse_event(std::string_view message, std::string_view type, std::string_view code = {});
+
+// JSON string escaping (quotes not included), valid UTF-8 out: invalid bytes
+// become U+FFFD.
+void json_escape_append(std::string& out, std::string_view s);
+
+}  // namespace llmgw

@@ -1,0 +1,63 @@
+// OpenAI wire format: request inspection and rewriting, usage extraction,
+// stream chunk inspection (no nginx). The provider-type seam lives in
+// provider.h; Anthropic and Gemini translators plug in beside this file.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace llmgw {
+
+struct Usage {
+    std::int64_t prompt_tokens = 0;
+    std::int64_t completion_tokens = 0;  // includes reasoning/thinking tokens
+    bool present = false;                // false: the upstream reported none
+};
+
+struct RequestInfo {
+    std::string model;               // as the client sent it
+    bool stream = false;             // "stream": true
+    bool client_wants_usage = false; // "stream_options": {"include_usage": true}
+};
+
+// A parsed JSON request body. parse() returns nullptr and sets err (a sentence
+// fit for the client) when the body is not a JSON object, has no "model"
+// string, or "model" is empty, or "stream" is present and not a boolean.
+class RequestDoc {
+public:
+    static std::unique_ptr<RequestDoc> parse(std::string_view body, std::string& err);
+    virtual ~RequestDoc() = default;
+    virtual const RequestInfo& info() const = 0;
+    // The body to send upstream: "model" replaced by upstream_model; when the
+    // request streams and force_stream_usage is set, stream_options.include_usage
+    // is true (other stream_options members kept). Compact JSON.
+    virtual std::string rewrite(std::string_view upstream_model, bool force_stream_usage) const = 0;
+};
+
+// Usage of a complete (non-stream) chat completion or embeddings response:
+// usage.prompt_tokens, usage.completion_tokens (absent for embeddings: 0).
+// present=false when the body is not JSON or carries no usage object.
+Usage usage_from_response(std::string_view json_body);
+
+enum class ChunkKind {
+    Data,       // an ordinary chunk (may carry usage too; usage is then filled)
+    UsageOnly,  // "choices": [] with a usage object: the include_usage chunk
+    Done,       // the literal "[DONE]"
+    Error,      // a JSON object with an "error" member
+    Other,      // not JSON / not an object
+};
+
+// Inspects the data of one SSE event of a chat completions stream.
+ChunkKind inspect_stream_chunk(std::string_view data, Usage& usage);
+
+// Text from an upstream error body fit for logs and events: the
+// error.message when the body is an OpenAI-style error, else a fixed text;
+// always scrubbed (see scrub_secrets) and at most 300 bytes.
+std::string upstream_error_text(std::string_view body);
+
+// Removes credentials from free text: "Bearer <x>", "sk-..." style keys,
+// "key=<x>" query parameters and URL userinfo become "[redacted]".
+std::string scrub_secrets(std::string_view text);
+
+}  // namespace llmgw

@@ -1,0 +1,125 @@
+// The module definition: directive table, module context, configuration
+// create/merge and postconfiguration. Handlers live in their own files.
+#include "ngx/module.h"
+
+namespace llmgw {
+namespace {
+
+void* create_main_conf(ngx_conf_t* cf);
+char* init_main_conf(ngx_conf_t* cf, void* conf);
+void* create_loc_conf(ngx_conf_t* cf);
+char* merge_loc_conf(ngx_conf_t* cf, void* parent, void* child);
+ngx_int_t postconfiguration(ngx_conf_t* cf);
+
+ngx_command_t commands[] = {
+    {ngx_string("llm_gateway_provider"), NGX_HTTP_MAIN_CONF | NGX_CONF_2MORE, set_provider,
+     NGX_HTTP_MAIN_CONF_OFFSET, 0, nullptr},
+    {ngx_string("llm_gateway_group"), NGX_HTTP_MAIN_CONF | NGX_CONF_1MORE, set_group, NGX_HTTP_MAIN_CONF_OFFSET,
+     0, nullptr},
+    {ngx_string("llm_gateway_user"), NGX_HTTP_MAIN_CONF | NGX_CONF_2MORE, set_user, NGX_HTTP_MAIN_CONF_OFFSET, 0,
+     nullptr},
+    {ngx_string("llm_gateway_alias"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE2, set_alias, NGX_HTTP_MAIN_CONF_OFFSET,
+     0, nullptr},
+    {ngx_string("llm_gateway"), NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS, set_api, NGX_HTTP_LOC_CONF_OFFSET, 0,
+     nullptr},
+    {ngx_string("llm_gateway_admin"), NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS, set_admin, NGX_HTTP_LOC_CONF_OFFSET, 0,
+     nullptr},
+    {ngx_string("llm_gateway_max_body_size"), NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1,
+     ngx_conf_set_off_slot, NGX_HTTP_LOC_CONF_OFFSET, offsetof(LocConf, max_body_size), nullptr},
+    ngx_null_command};
+
+ngx_http_module_t module_ctx = {
+    nullptr,            // preconfiguration
+    postconfiguration,  // postconfiguration
+    create_main_conf,   // create main configuration
+    init_main_conf,     // init main configuration
+    nullptr,            // create server configuration
+    nullptr,            // merge server configuration
+    create_loc_conf,    // create location configuration
+    merge_loc_conf,     // merge location configuration
+};
+
+void destroy_state(void* data) {
+    static_cast<GatewayState*>(data)->~GatewayState();
+}
+
+void* create_main_conf(ngx_conf_t* cf) {
+    auto* mcf = static_cast<MainConf*>(ngx_pcalloc(cf->pool, sizeof(MainConf)));
+    if (mcf == nullptr) return nullptr;
+    ngx_pool_cleanup_t* cln = ngx_pool_cleanup_add(cf->pool, sizeof(GatewayState));
+    if (cln == nullptr) return nullptr;
+    try {
+        mcf->state = new (cln->data) GatewayState();
+    } catch (...) {
+        return nullptr;
+    }
+    cln->handler = destroy_state;
+    return mcf;
+}
+
+char* init_main_conf(ngx_conf_t* cf, void* conf) {
+    auto* mcf = static_cast<MainConf*>(conf);
+    try {
+        std::string err = mcf->state->config.finalize();
+        if (!err.empty()) {
+            ngx_log_error(NGX_LOG_EMERG, cf->log, 0, "%s", err.c_str());
+            return static_cast<char*>(NGX_CONF_ERROR);
+        }
+        mcf->state->directory = std::make_shared<Directory>(mcf->state->config.inline_directory());
+    } catch (const std::exception& e) {
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0, "llm_gateway: %s", e.what());
+        return static_cast<char*>(NGX_CONF_ERROR);
+    }
+    mcf->finalized = 1;
+    return NGX_CONF_OK;
+}
+
+void* create_loc_conf(ngx_conf_t* cf) {
+    auto* lcf = static_cast<LocConf*>(ngx_pcalloc(cf->pool, sizeof(LocConf)));
+    if (lcf == nullptr) return nullptr;
+    lcf->mode = NGX_CONF_UNSET_UINT;
+    lcf->max_body_size = NGX_CONF_UNSET;
+    return lcf;
+}
+
+char* merge_loc_conf(ngx_conf_t* cf, void* parent, void* child) {
+    auto* prev = static_cast<LocConf*>(parent);
+    auto* conf = static_cast<LocConf*>(child);
+    // The endpoint a location serves is its own, never inherited.
+    if (conf->mode == NGX_CONF_UNSET_UINT) conf->mode = kModeNone;
+    ngx_conf_merge_off_value(conf->max_body_size, prev->max_body_size, 10 * 1024 * 1024);
+
+    if (conf->mode != kModeNone) {
+        // In a gateway location the body bound is llm_gateway_max_body_size:
+        // nginx enforces it while reading, and the error filter turns its
+        // 413 into the gateway's envelope. The core module merged first.
+        auto* clcf = static_cast<ngx_http_core_loc_conf_t*>(ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module));
+        clcf->client_max_body_size = conf->max_body_size;
+    }
+    return NGX_CONF_OK;
+}
+
+ngx_int_t postconfiguration(ngx_conf_t* cf) {
+    auto* cmcf = static_cast<ngx_http_core_main_conf_t*>(ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module));
+    auto* h = static_cast<ngx_http_handler_pt*>(ngx_array_push(&cmcf->phases[NGX_HTTP_ACCESS_PHASE].handlers));
+    if (h == nullptr) return NGX_ERROR;
+    *h = access_handler;
+    return init_filters(cf);
+}
+
+}  // namespace
+}  // namespace llmgw
+
+ngx_module_t ngx_http_llm_gateway_module = {
+    NGX_MODULE_V1,
+    &llmgw::module_ctx,  // module context
+    llmgw::commands,     // module directives
+    NGX_HTTP_MODULE,     // module type
+    nullptr,             // init master
+    nullptr,             // init module
+    nullptr,             // init process
+    nullptr,             // init thread
+    nullptr,             // exit thread
+    nullptr,             // exit process
+    nullptr,             // exit master
+    NGX_MODULE_V1_PADDING};

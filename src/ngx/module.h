@@ -1,0 +1,127 @@
+// Shared declarations of the nginx shell: configuration structs, the
+// per-request context and the entry points each file provides.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/gwconfig.h"
+#include "core/openai.h"
+#include "core/sse.h"
+#include "ngx/ngx_incl.h"
+
+extern "C" ngx_module_t ngx_http_llm_gateway_module;
+
+namespace llmgw {
+
+// Which endpoint family a location serves (llm_gateway / llm_gateway_admin).
+enum LocMode : ngx_uint_t { kModeNone = 0, kModeApi = 1, kModeAdmin = 2 };
+
+enum class Route {
+    None,
+    ChatCompletions,
+    Embeddings,
+    Models,
+    AdminShell,
+    AdminUsage,
+};
+
+// Everything C++ the main conf owns; lives in cf->pool, destroyed by a pool
+// cleanup when the cycle goes.
+struct GatewayState {
+    GatewayConfig config;
+    std::shared_ptr<const Directory> directory;   // inline users (+ file users later)
+};
+
+struct MainConf {
+    GatewayState* state;
+    ngx_flag_t finalized;
+};
+
+struct LocConf {
+    ngx_uint_t mode;          // LocMode; not inherited
+    off_t max_body_size;      // llm_gateway_max_body_size
+};
+
+// Per-request state. Placement-new'd into pool cleanup storage (its
+// destructor is the cleanup), so it is found again after an internal
+// redirect cleared r->ctx.
+struct RequestCtx {
+    enum class Phase { Start, ReadingBody, BodyRead, Admitted, Done };
+
+    Phase phase = Phase::Start;
+    bool waiting_body = false;
+    Route route = Route::None;
+    std::shared_ptr<const Directory> directory;   // keeps user alive
+    const UserConf* user = nullptr;
+
+    // request
+    std::string body;                 // client body as received
+    std::unique_ptr<RequestDoc> doc;
+    Resolution resolved;
+    std::string upstream_body;
+
+    // relay of the provider subrequest
+    enum class Relay { Pending, Sse, Pass, UpstreamError, NoResponse };
+    Relay relay = Relay::Pending;
+    ngx_uint_t upstream_status = 0;
+    bool sr_done = false;
+    bool saw_end = false;             // last_in_chain seen: upstream finished cleanly
+    bool saw_done_event = false;      // "data: [DONE]" seen
+    bool stream_error_event = false;  // upstream sent an error event mid-stream
+    ngx_int_t sr_rc = 0;
+    std::string captured;             // non-stream body copy / error body
+    bool captured_overflow = false;
+    SseParser sse;
+    std::vector<SseEvent> events;
+    Usage usage;
+    ngx_chain_t* free_bufs = nullptr;
+    ngx_chain_t* busy_bufs = nullptr;
+    ngx_http_request_t* sr = nullptr;
+    bool accounted = false;
+    bool own_response = false;        // the gateway wrote this response itself
+    bool stream_broken = false;       // an SSE event over the size bound
+    std::string retry_after;          // upstream Retry-After on an error
+    bool replacing = false;           // nginx error page being replaced by the envelope
+    bool replacement_sent = false;
+    std::string replacement;
+};
+
+// ctx.cpp
+RequestCtx* get_ctx(ngx_http_request_t* r);
+RequestCtx* create_ctx(ngx_http_request_t* r);
+
+// respond.cpp
+ngx_int_t send_json(ngx_http_request_t* r, ngx_uint_t status, const std::string& body);
+ngx_int_t send_error(ngx_http_request_t* r, ngx_uint_t status, std::string_view message, std::string_view type,
+                     std::string_view code = {});
+ngx_int_t add_header(ngx_http_request_t* r, std::string_view name, std::string_view value);
+std::string_view sv(const ngx_str_t& s);
+ngx_str_t pstr(ngx_pool_t* pool, std::string_view s);   // copy into the pool (len 0 on failure)
+
+// auth.cpp
+std::string_view presented_key(ngx_http_request_t* r);
+bool is_credential_header(const ngx_table_elt_t& h);
+
+// access.cpp
+ngx_int_t access_handler(ngx_http_request_t* r);
+
+// content.cpp
+ngx_int_t content_handler(ngx_http_request_t* r);
+Route classify(ngx_http_request_t* r, ngx_uint_t mode);
+const char* route_name(Route route);
+
+// relay.cpp
+ngx_int_t init_filters(ngx_conf_t* cf);
+ngx_int_t start_provider_call(ngx_http_request_t* r, RequestCtx* ctx);
+
+// directives.cpp
+char* set_provider(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
+char* set_user(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
+char* set_group(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
+char* set_alias(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
+char* set_api(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
+char* set_admin(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
+GatewayState* state_of(ngx_conf_t* cf);
+
+}  // namespace llmgw

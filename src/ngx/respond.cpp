@@ -1,0 +1,65 @@
+// Writing the gateway's own responses: JSON bodies and the error envelope.
+#include "core/envelope.h"
+#include "ngx/module.h"
+
+namespace llmgw {
+
+std::string_view sv(const ngx_str_t& s) {
+    return {reinterpret_cast<const char*>(s.data), s.len};
+}
+
+ngx_str_t pstr(ngx_pool_t* pool, std::string_view s) {
+    ngx_str_t out{0, nullptr};
+    auto* p = static_cast<u_char*>(ngx_pnalloc(pool, s.size() ? s.size() : 1));
+    if (p == nullptr) return out;
+    ngx_memcpy(p, s.data(), s.size());
+    out.data = p;
+    out.len = s.size();
+    return out;
+}
+
+ngx_int_t add_header(ngx_http_request_t* r, std::string_view name, std::string_view value) {
+    auto* h = static_cast<ngx_table_elt_t*>(ngx_list_push(&r->headers_out.headers));
+    if (h == nullptr) return NGX_ERROR;
+    h->hash = 1;
+    h->key = pstr(r->pool, name);
+    h->value = pstr(r->pool, value);
+    if (h->key.data == nullptr || h->value.data == nullptr) return NGX_ERROR;
+    return NGX_OK;
+}
+
+ngx_int_t send_json(ngx_http_request_t* r, ngx_uint_t status, const std::string& body) {
+    if (RequestCtx* ctx = get_ctx(r)) ctx->own_response = true;
+    r->headers_out.status = status;
+    r->headers_out.content_length_n = static_cast<off_t>(body.size());
+    ngx_str_set(&r->headers_out.content_type, "application/json");
+    r->headers_out.content_type_len = r->headers_out.content_type.len;
+    r->headers_out.content_type_lowcase = nullptr;
+    ngx_http_clear_accept_ranges(r);
+    ngx_http_clear_last_modified(r);
+    ngx_http_clear_etag(r);
+
+    ngx_int_t rc = ngx_http_send_header(r);
+    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) return rc;
+
+    ngx_buf_t* b = ngx_create_temp_buf(r->pool, body.size() ? body.size() : 1);
+    if (b == nullptr) return NGX_ERROR;
+    b->last = ngx_cpymem(b->pos, body.data(), body.size());
+    b->last_buf = (r == r->main) ? 1 : 0;
+    b->last_in_chain = 1;
+    ngx_chain_t out{b, nullptr};
+    return ngx_http_output_filter(r, &out);
+}
+
+ngx_int_t send_error(ngx_http_request_t* r, ngx_uint_t status, std::string_view message, std::string_view type,
+                     std::string_view code) {
+    std::string body;
+    try {
+        body = error_json(message, type, code);
+    } catch (...) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+    return send_json(r, status, body);
+}
+
+}  // namespace llmgw

@@ -1,0 +1,113 @@
+// The post-response accounting batch.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/accounting.h"
+
+using namespace llmgw;
+
+namespace {
+
+constexpr std::time_t kNow = 1795268730;  // 2026-11-21T13:45:30Z
+
+std::string key(const std::string& kind, const std::string& id, const char* metric, Window w) {
+    return counter_key(kind, id, metric, w, bucket(w, kNow));
+}
+
+// key -> delta; every key appears once.
+std::map<std::string, std::int64_t> by_key(const std::vector<Incr>& v) {
+    std::map<std::string, std::int64_t> m;
+    for (const Incr& in : v) {
+        EXPECT_EQ(m.count(in.key), 0u) << "duplicate " << in.key;
+        m[in.key] = in.delta;
+    }
+    return m;
+}
+
+AccountingInput input(std::int64_t prompt, std::int64_t completion, std::int64_t cost) {
+    AccountingInput in;
+    in.scopes = {{"user", "alice", nullptr}, {"group", "eng", nullptr}, {"total", "all", nullptr}};
+    in.model = "openai/gpt-4o-mini";
+    in.usage.prompt_tokens = prompt;
+    in.usage.completion_tokens = completion;
+    in.usage.present = true;
+    in.cost_micros = cost;
+    return in;
+}
+
+}  // namespace
+
+TEST(Accounting, EveryScopeAndModelAllWindows) {
+    const auto m = by_key(build_accounting(input(120, 30, 450), kNow, false));
+    // 3 scopes x 3 metrics x 4 windows, plus the model: 3 metrics + req, x 4.
+    EXPECT_EQ(m.size(), 3u * 3 * 4 + 4 * 4);
+    const std::vector<std::pair<std::string, std::string>> scopes = {
+        {"user", "alice"}, {"group", "eng"}, {"total", "all"}, {"model", "openai/gpt-4o-mini"}};
+    for (const auto& [kind, id] : scopes) {
+        for (int i = 0; i < kWindowCount; ++i) {
+            const Window w = static_cast<Window>(i);
+            EXPECT_EQ(m.at(key(kind, id, "tokin", w)), 120);
+            EXPECT_EQ(m.at(key(kind, id, "tokout", w)), 30);
+            EXPECT_EQ(m.at(key(kind, id, "cost", w)), 450);
+            EXPECT_EQ(m.count(key(kind, id, "req", w)), kind == "model" ? 1u : 0u) << kind;
+        }
+    }
+    for (int i = 0; i < kWindowCount; ++i) {
+        EXPECT_EQ(m.at(key("model", "openai/gpt-4o-mini", "req", static_cast<Window>(i))), 1);
+    }
+}
+
+TEST(Accounting, ZeroDirectionsSkipped) {
+    // Embeddings: no completion tokens, and a free model: no cost.
+    auto m = by_key(build_accounting(input(100, 0, 0), kNow, false));
+    EXPECT_EQ(m.size(), 4u * 4 + 4);  // tokin for 4 scopes, model req
+    for (const auto& [k, delta] : m) {
+        EXPECT_TRUE(k.find(":tokout:") == std::string::npos && k.find(":cost:") == std::string::npos) << k;
+    }
+    // Nothing to count: only the model's request counter.
+    m = by_key(build_accounting(input(0, 0, 0), kNow, false));
+    ASSERT_EQ(m.size(), 4u);
+    for (int i = 0; i < kWindowCount; ++i) {
+        EXPECT_EQ(m.at(key("model", "openai/gpt-4o-mini", "req", static_cast<Window>(i))), 1);
+    }
+    // Negative values are skipped like zero.
+    m = by_key(build_accounting(input(-5, 7, -1), kNow, false));
+    EXPECT_EQ(m.size(), 4u * 4 + 4);
+    EXPECT_EQ(m.at(key("user", "alice", "tokout", Window::Day)), 7);
+}
+
+TEST(Accounting, EstimatedUsageAllToTokin) {
+    AccountingInput in = input(2048 / 4, 0, 0);
+    in.estimated = true;
+    in.usage.present = false;
+    const auto m = by_key(build_accounting(in, kNow, false));
+    EXPECT_EQ(m.at(key("user", "alice", "tokin", Window::Month)), 512);
+    EXPECT_EQ(m.at(key("model", "openai/gpt-4o-mini", "tokin", Window::Min)), 512);
+    EXPECT_EQ(m.count(key("user", "alice", "tokout", Window::Month)), 0u);
+}
+
+TEST(Accounting, Ttls) {
+    for (bool in_process : {false, true}) {
+        for (const Incr& in : build_accounting(input(1, 1, 1), kNow, in_process)) {
+            Window w = Window::Min;
+            const std::size_t colon = in.key.rfind(':');
+            const std::size_t prev = in.key.rfind(':', colon - 1);
+            ASSERT_TRUE(parse_window(in.key.substr(prev + 1, colon - prev - 1), w)) << in.key;
+            EXPECT_EQ(in.ttl, in_process ? ttl_seconds_in_process(w) : ttl_seconds(w)) << in.key;
+        }
+    }
+}
+
+TEST(Accounting, NoScopesOrNoModel) {
+    AccountingInput in = input(10, 10, 10);
+    in.scopes.clear();
+    auto m = by_key(build_accounting(in, kNow, false));
+    EXPECT_EQ(m.size(), 4u * 4);  // model only
+    in = input(10, 10, 10);
+    in.model.clear();
+    m = by_key(build_accounting(in, kNow, false));
+    EXPECT_EQ(m.size(), 3u * 3 * 4);  // no model scope without a model
+}
