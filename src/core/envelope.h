@@ -14,7 +14,9 @@ std::string error_json(std::string_view message, std::string_view type, std::str
 std::string error_sse_event(std::string_view message, std::string_view type, std::string_view code = {});
 
 // JSON string escaping (quotes not included), valid UTF-8 out: invalid bytes
-// become U+FFFD.
+// become U+FFFD (one per maximal invalid subpart). Control characters become
+// \n \r \t \b \f or \u00XX. All three functions return "" (append nothing
+// more) only when memory runs out.
 void json_escape_append(std::string& out, std::string_view s);
 
 }  // namespace llmgw

@@ -23,7 +23,11 @@ struct RequestInfo {
 
 // A parsed JSON request body. parse() returns nullptr and sets err (a sentence
 // fit for the client) when the body is not a JSON object, has no "model"
-// string, or "model" is empty, or "stream" is present and not a boolean.
+// string, or "model" is empty, or "stream" is present and not a boolean
+// ("stream": null reads as false, as OpenAI reads it). Also refused, so the
+// gateway and the upstream cannot read different values: more than one
+// "model", "stream" or "stream_options" member (or "include_usage" inside
+// stream_options); and nesting deeper than 256 (stack safety).
 class RequestDoc {
 public:
     static std::unique_ptr<RequestDoc> parse(std::string_view body, std::string& err);
@@ -31,33 +35,45 @@ public:
     virtual const RequestInfo& info() const = 0;
     // The body to send upstream: "model" replaced by upstream_model; when the
     // request streams and force_stream_usage is set, stream_options.include_usage
-    // is true (other stream_options members kept). Compact JSON.
+    // is true (other stream_options members kept; a non-object stream_options
+    // is replaced). Compact JSON, members in the client's order. "" only when
+    // memory runs out.
     virtual std::string rewrite(std::string_view upstream_model, bool force_stream_usage) const = 0;
 };
 
 // Usage of a complete (non-stream) chat completion or embeddings response:
 // usage.prompt_tokens, usage.completion_tokens (absent for embeddings: 0).
-// present=false when the body is not JSON or carries no usage object.
+// present=false when the body is not JSON or carries no usage object, or
+// the object has neither count. A count that is not a non-negative integer
+// is taken as absent. completion_tokens_details.reasoning_tokens is already
+// part of completion_tokens and is not added.
 Usage usage_from_response(std::string_view json_body);
 
 enum class ChunkKind {
     Data,       // an ordinary chunk (may carry usage too; usage is then filled)
     UsageOnly,  // "choices": [] with a usage object: the include_usage chunk
     Done,       // the literal "[DONE]"
-    Error,      // a JSON object with an "error" member
+    Error,      // a JSON object with an "error" member (not null)
     Other,      // not JSON / not an object
 };
 
-// Inspects the data of one SSE event of a chat completions stream.
+// Inspects the data of one SSE event of a chat completions stream. usage is
+// reset first, then filled from a usage object (Data, UsageOnly); "usage":
+// null, sent on ordinary chunks when include_usage is on, leaves it absent.
 ChunkKind inspect_stream_chunk(std::string_view data, Usage& usage);
 
 // Text from an upstream error body fit for logs and events: the
-// error.message when the body is an OpenAI-style error, else a fixed text;
-// always scrubbed (see scrub_secrets) and at most 300 bytes.
+// error.message when the body is an OpenAI-style error ({"error":"..."} and
+// vLLM's top-level "message" accepted too), else a fixed text; always
+// scrubbed (see scrub_secrets), control characters turned into spaces, and
+// at most 300 bytes (cut at a UTF-8 character boundary).
 std::string upstream_error_text(std::string_view body);
 
-// Removes credentials from free text: "Bearer <x>", "sk-..." style keys,
-// "key=<x>" query parameters and URL userinfo become "[redacted]".
+// Removes credentials from free text: "Bearer <x>", "sk-..." style keys
+// (sk-ant-... included; Google "AIza..." keys too), the values of "key=<x>"
+// style parameters (names ending in key, token, secret or password; sig, signature) and
+// URL userinfo ("scheme://user:pass@host") become "[redacted]". A hand
+// scanner, linear in the text.
 std::string scrub_secrets(std::string_view text);
 
 }  // namespace llmgw

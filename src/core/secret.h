@@ -17,11 +17,15 @@ struct SecretResult {
 using GetEnv = std::function<const char*(const char*)>;
 
 // file: reads the whole file and strips one trailing "\n" or "\r\n"; an empty
-// value is an error; files over 64 KiB are an error.
+// value is an error; files over 64 KiB are an error. env: NAME must match
+// [A-Za-z_][A-Za-z0-9_]* and be set and non-empty; an invalid NAME is not
+// echoed in the error (it may be a secret pasted in the wrong place).
+// "literal:" or a plain literal must be non-empty.
 SecretResult resolve_secret(std::string_view ref, const GetEnv& getenv_fn = nullptr);
 
 // How the reference may be shown in logs/admin views: "env:NAME",
-// "file:/path" or "literal" (never the value).
+// "file:/path" or "literal" (never the value); "env:(invalid name)" when NAME
+// is not a valid variable name.
 std::string describe_secret_ref(std::string_view ref);
 
 }  // namespace llmgw

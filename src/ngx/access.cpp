@@ -9,13 +9,6 @@
 namespace llmgw {
 namespace {
 
-ngx_int_t reject(ngx_http_request_t* r, ngx_uint_t status, std::string_view msg, std::string_view type,
-                 std::string_view code) {
-    if (ngx_http_discard_request_body(r) != NGX_OK) r->keepalive = 0;
-    ngx_http_finalize_request(r, send_error(r, status, msg, type, code));
-    return NGX_DONE;
-}
-
 ngx_int_t reject_method(ngx_http_request_t* r, const char* allow) {
     if (add_header(r, "Allow", allow) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
     std::string msg = "method " + std::string(sv(r->method_name)) + " is not allowed here; use " + allow;
@@ -76,8 +69,7 @@ ngx_int_t after_body(ngx_http_request_t* r, RequestCtx* ctx) {
     }
     bool force_usage = ctx->route == Route::ChatCompletions && ctx->doc->info().stream;
     ctx->upstream_body = ctx->doc->rewrite(ctx->resolved.upstream_model, force_usage);
-    ctx->phase = RequestCtx::Phase::Admitted;
-    return NGX_DECLINED;
+    return admit_request(r, ctx);
 }
 
 void body_ready(ngx_http_request_t* r) {
@@ -138,6 +130,10 @@ ngx_int_t start(ngx_http_request_t* r, RequestCtx* ctx, LocConf* lcf) {
     ngx_int_t rc = authenticate(r, ctx, lcf);
     if (rc != NGX_OK) return rc;
 
+    if (lcf->mode == kModeAdmin) {
+        ctx->is_admin_traffic = true;
+        return admit_request(r, ctx);
+    }
     if (ctx->route != Route::ChatCompletions && ctx->route != Route::Embeddings) {
         ctx->phase = RequestCtx::Phase::Admitted;
         return NGX_DECLINED;

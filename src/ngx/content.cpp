@@ -55,8 +55,7 @@ ngx_int_t content(ngx_http_request_t* r) {
         return start_provider_call(r, ctx);
     case Route::AdminShell:
     case Route::AdminUsage:
-        if (ngx_http_discard_request_body(r) != NGX_OK) r->keepalive = 0;
-        return send_error(r, NGX_HTTP_NOT_FOUND, "not implemented yet", "invalid_request_error", "unknown_url");
+        return admin_handler(r, ctx);
     case Route::None:
         break;
     }

@@ -1,5 +1,6 @@
 // Directive setters. Each parses its arguments into the core configuration
 // model and reports what is wrong with the directive's file and line.
+#include <cstdlib>
 #include <cstring>
 
 #include "core/secret.h"
@@ -185,7 +186,99 @@ char* set_mode(ngx_conf_t* cf, void* conf, LocMode mode) {
     return NGX_CONF_OK;
 }
 
+char* zone(ngx_conf_t* cf, MainConf* mcf) {
+    if (mcf->zone != nullptr) return const_cast<char*>("is duplicate");
+    std::string_view v = arg(cf, 1);
+    auto colon = v.rfind(':');
+    if (colon == std::string_view::npos || colon == 0) {
+        return conf_error(cf, "llm_gateway_zone takes name:size, e.g. llm_gateway:10m");
+    }
+    ngx_str_t size_str = pstr(cf->pool, v.substr(colon + 1));
+    ssize_t size = ngx_parse_size(&size_str);
+    if (size == NGX_ERROR || size < static_cast<ssize_t>(8 * ngx_pagesize)) {
+        return conf_error(cf, "llm_gateway_zone \"" + std::string(v) + "\": size must be at least " +
+                                  std::to_string(8 * ngx_pagesize / 1024) + "k");
+    }
+    ngx_str_t name = pstr(cf->pool, v.substr(0, colon));
+    mcf->zone = add_shm_zone(cf, &name, static_cast<size_t>(size));
+    return mcf->zone ? NGX_CONF_OK : static_cast<char*>(NGX_CONF_ERROR);
+}
+
+char* price(ngx_conf_t* cf, GatewayState* st) {
+    std::string model(arg(cf, 1));
+    if (model.find('/') == std::string::npos) {
+        return conf_error(cf, "llm_gateway_price needs the canonical <provider>/<model>, not \"" + model + "\"");
+    }
+    bool have_in = false, have_out = false, is_free = false;
+    double in = 0, out = 0;
+    for (ngx_uint_t i = 2; i < cf->args->nelts; ++i) {
+        Param prm = split_param(arg(cf, i));
+        if (prm.name == "free" && !prm.has_eq) {
+            is_free = true;
+            continue;
+        }
+        if ((prm.name == "input" || prm.name == "output") && prm.has_eq) {
+            Limits probe;   // reuse the cost parser: finite, >= 0
+            std::string err = set_limit(probe, "cost_per_day", prm.value);
+            if (!err.empty()) {
+                return conf_error(cf, "invalid " + std::string(prm.name) + " price \"" + std::string(prm.value) +
+                                          "\" of " + model + ": must be a finite number >= 0 (USD per million tokens)");
+            }
+            (prm.name == "input" ? in : out) = std::strtod(std::string(prm.value).c_str(), nullptr);
+            (prm.name == "input" ? have_in : have_out) = true;
+            continue;
+        }
+        return conf_error(cf, "invalid parameter \"" + std::string(arg(cf, i)) + "\" of llm_gateway_price");
+    }
+    if (is_free) {
+        st->prices.set_free(model);
+        if (!have_in && !have_out) return NGX_CONF_OK;
+    }
+    if (!have_in || !have_out) return conf_error(cf, "llm_gateway_price " + model + " needs input= and output= (or free)");
+    std::string err = st->prices.set_override(model, in, out);
+    return err.empty() ? NGX_CONF_OK : conf_error(cf, err);
+}
+
+char* users_file(ngx_conf_t* cf, MainConf* mcf) {
+    if (!mcf->state->users_file.empty()) return const_cast<char*>("is duplicate");
+    ngx_str_t path = pstr(cf->pool, arg(cf, 1));
+    if (path.data == nullptr || ngx_conf_full_name(cf->cycle, &path, 1) != NGX_OK) {
+        return static_cast<char*>(NGX_CONF_ERROR);
+    }
+    mcf->state->users_file.assign(reinterpret_cast<char*>(path.data), path.len);
+    for (ngx_uint_t i = 2; i < cf->args->nelts; ++i) {
+        Param prm = split_param(arg(cf, i));
+        if (prm.name == "interval" && prm.has_eq) {
+            ngx_str_t v = pstr(cf->pool, prm.value);
+            ngx_msec_t ms = ngx_parse_time(&v, 0);
+            if (ms == static_cast<ngx_msec_t>(NGX_ERROR) || ms == 0) {
+                return conf_error(cf, "invalid interval \"" + std::string(prm.value) + "\" of llm_gateway_users_file");
+            }
+            mcf->users_file_interval = ms;
+            continue;
+        }
+        return conf_error(cf, "invalid parameter \"" + std::string(arg(cf, i)) + "\" of llm_gateway_users_file");
+    }
+    return NGX_CONF_OK;
+}
+
 }  // namespace
+
+char* set_zone(ngx_conf_t* cf, ngx_command_t*, void* conf) {
+    try {
+        return zone(cf, static_cast<MainConf*>(conf));
+    } catch (const std::exception& e) {
+        return conf_error(cf, std::string("llm_gateway: ") + e.what());
+    }
+}
+char* set_price(ngx_conf_t* cf, ngx_command_t*, void* conf) { return guarded(cf, price, conf); }
+char* set_users_file(ngx_conf_t* cf, ngx_command_t*, void* conf) {
+    try {
+        return users_file(cf, static_cast<MainConf*>(conf));
+    } catch (const std::exception& e) {
+        return conf_error(cf, std::string("llm_gateway: ") + e.what());
+    }
+}
 
 GatewayState* state_of(ngx_conf_t* cf) {
     auto* mcf = static_cast<MainConf*>(ngx_http_conf_get_module_main_conf(cf, ngx_http_llm_gateway_module));

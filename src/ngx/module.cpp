@@ -10,6 +10,7 @@ char* init_main_conf(ngx_conf_t* cf, void* conf);
 void* create_loc_conf(ngx_conf_t* cf);
 char* merge_loc_conf(ngx_conf_t* cf, void* parent, void* child);
 ngx_int_t postconfiguration(ngx_conf_t* cf);
+ngx_int_t init_process(ngx_cycle_t* cycle);
 
 ngx_command_t commands[] = {
     {ngx_string("llm_gateway_provider"), NGX_HTTP_MAIN_CONF | NGX_CONF_2MORE, set_provider,
@@ -20,6 +21,14 @@ ngx_command_t commands[] = {
      nullptr},
     {ngx_string("llm_gateway_alias"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE2, set_alias, NGX_HTTP_MAIN_CONF_OFFSET,
      0, nullptr},
+    {ngx_string("llm_gateway_zone"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, set_zone, NGX_HTTP_MAIN_CONF_OFFSET, 0,
+     nullptr},
+    {ngx_string("llm_gateway_price"), NGX_HTTP_MAIN_CONF | NGX_CONF_2MORE, set_price, NGX_HTTP_MAIN_CONF_OFFSET, 0,
+     nullptr},
+    {ngx_string("llm_gateway_allow_unpriced"), NGX_HTTP_MAIN_CONF | NGX_CONF_FLAG, ngx_conf_set_flag_slot,
+     NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, allow_unpriced), nullptr},
+    {ngx_string("llm_gateway_users_file"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE12, set_users_file,
+     NGX_HTTP_MAIN_CONF_OFFSET, 0, nullptr},
     {ngx_string("llm_gateway"), NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS, set_api, NGX_HTTP_LOC_CONF_OFFSET, 0,
      nullptr},
     {ngx_string("llm_gateway_admin"), NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS, set_admin, NGX_HTTP_LOC_CONF_OFFSET, 0,
@@ -54,6 +63,8 @@ void* create_main_conf(ngx_conf_t* cf) {
         return nullptr;
     }
     cln->handler = destroy_state;
+    mcf->allow_unpriced = NGX_CONF_UNSET;
+    mcf->users_file_interval = NGX_CONF_UNSET_MSEC;
     return mcf;
 }
 
@@ -66,11 +77,25 @@ char* init_main_conf(ngx_conf_t* cf, void* conf) {
             return static_cast<char*>(NGX_CONF_ERROR);
         }
         mcf->state->directory = std::make_shared<Directory>(mcf->state->config.inline_directory());
+        if (!mcf->state->users_file.empty()) {
+            err = load_users_file_at_start(*mcf->state);
+            if (!err.empty()) {
+                ngx_log_error(NGX_LOG_EMERG, cf->log, 0, "llm_gateway_users_file \"%s\" %s",
+                              mcf->state->users_file.c_str(), err.c_str());
+                return static_cast<char*>(NGX_CONF_ERROR);
+            }
+        }
     } catch (const std::exception& e) {
         ngx_log_error(NGX_LOG_EMERG, cf->log, 0, "llm_gateway: %s", e.what());
         return static_cast<char*>(NGX_CONF_ERROR);
     }
-    mcf->finalized = 1;
+    ngx_conf_init_value(mcf->allow_unpriced, 0);
+    ngx_conf_init_msec_value(mcf->users_file_interval, 5000);
+    if (mcf->zone == nullptr) {
+        ngx_str_t name = ngx_string("llm_gateway");
+        mcf->zone = add_shm_zone(cf, &name, 10 * 1024 * 1024);
+        if (mcf->zone == nullptr) return static_cast<char*>(NGX_CONF_ERROR);
+    }
     return NGX_CONF_OK;
 }
 
@@ -107,6 +132,15 @@ ngx_int_t postconfiguration(ngx_conf_t* cf) {
     return init_filters(cf);
 }
 
+ngx_int_t init_process(ngx_cycle_t* cycle) {
+    try {
+        return init_users_file(cycle);
+    } catch (const std::exception& e) {
+        ngx_log_error(NGX_LOG_ALERT, cycle->log, 0, "llm_gateway: worker init failed: %s", e.what());
+        return NGX_ERROR;
+    }
+}
+
 }  // namespace
 }  // namespace llmgw
 
@@ -117,7 +151,7 @@ ngx_module_t ngx_http_llm_gateway_module = {
     NGX_HTTP_MODULE,     // module type
     nullptr,             // init master
     nullptr,             // init module
-    nullptr,             // init process
+    llmgw::init_process, // init process
     nullptr,             // init thread
     nullptr,             // exit thread
     nullptr,             // exit process

@@ -6,9 +6,11 @@
 #include <vector>
 
 #include "core/gwconfig.h"
+#include "core/pricing.h"
 #include "core/openai.h"
 #include "core/sse.h"
 #include "ngx/ngx_incl.h"
+#include "ngx/store.h"
 
 extern "C" ngx_module_t ngx_http_llm_gateway_module;
 
@@ -30,13 +32,19 @@ enum class Route {
 // cleanup when the cycle goes.
 struct GatewayState {
     GatewayConfig config;
-    std::shared_ptr<const Directory> directory;   // inline users (+ file users later)
+    PriceTable prices = PriceTable::builtin();
+    std::shared_ptr<const Directory> directory;   // inline users + users file, swapped on reload
+    std::string users_file;                         // "" = none
 };
 
 struct MainConf {
     GatewayState* state;
-    ngx_flag_t finalized;
+    ngx_shm_zone_t* zone;             // llm_gateway_zone (or the default zone)
+    ngx_flag_t allow_unpriced;        // llm_gateway_allow_unpriced
+    ngx_msec_t users_file_interval;
 };
+
+MainConf* main_conf(ngx_http_request_t* r);
 
 struct LocConf {
     ngx_uint_t mode;          // LocMode; not inherited
@@ -75,6 +83,9 @@ struct RequestCtx {
     SseParser sse;
     std::vector<SseEvent> events;
     Usage usage;
+    bool usage_estimated = false;
+    const Price* price = nullptr;     // null: unpriced (billed as zero)
+    bool is_admin_traffic = false;
     ngx_chain_t* free_bufs = nullptr;
     ngx_chain_t* busy_bufs = nullptr;
     ngx_http_request_t* sr = nullptr;
@@ -95,6 +106,9 @@ RequestCtx* create_ctx(ngx_http_request_t* r);
 ngx_int_t send_json(ngx_http_request_t* r, ngx_uint_t status, const std::string& body);
 ngx_int_t send_error(ngx_http_request_t* r, ngx_uint_t status, std::string_view message, std::string_view type,
                      std::string_view code = {});
+// From a phase handler: answers with the envelope, finalizes, returns NGX_DONE.
+ngx_int_t reject(ngx_http_request_t* r, ngx_uint_t status, std::string_view message, std::string_view type,
+                 std::string_view code);
 ngx_int_t add_header(ngx_http_request_t* r, std::string_view name, std::string_view value);
 std::string_view sv(const ngx_str_t& s);
 ngx_str_t pstr(ngx_pool_t* pool, std::string_view s);   // copy into the pool (len 0 on failure)
@@ -115,6 +129,20 @@ const char* route_name(Route route);
 ngx_int_t init_filters(ngx_conf_t* cf);
 ngx_int_t start_provider_call(ngx_http_request_t* r, RequestCtx* ctx);
 
+// admission.cpp
+std::vector<Scope> request_scopes(const RequestCtx& ctx);
+ngx_int_t admit_request(ngx_http_request_t* r, RequestCtx* ctx);   // NGX_DECLINED admitted, NGX_DONE answered
+
+// accounting.cpp
+void account_request(ngx_http_request_t* r, RequestCtx* ctx);
+
+// admin.cpp
+ngx_int_t admin_handler(ngx_http_request_t* r, RequestCtx* ctx);
+
+// users_file.cpp
+ngx_int_t init_users_file(ngx_cycle_t* cycle);
+std::string load_users_file_at_start(GatewayState& st);
+
 // directives.cpp
 char* set_provider(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
 char* set_user(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
@@ -122,6 +150,9 @@ char* set_group(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
 char* set_alias(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
 char* set_api(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
 char* set_admin(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
+char* set_zone(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);   // conf: MainConf
+char* set_price(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
+char* set_users_file(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
 GatewayState* state_of(ngx_conf_t* cf);
 
 }  // namespace llmgw

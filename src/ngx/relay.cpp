@@ -305,22 +305,6 @@ ngx_int_t finish(ngx_http_request_t* r, RequestCtx* ctx, std::string_view tail) 
     return ngx_http_output_filter(r, out);
 }
 
-void log_usage(ngx_http_request_t* r, RequestCtx* ctx) {
-    if (ctx->accounted) return;
-    ctx->accounted = true;
-    bool estimated = false;
-    if (!ctx->usage.present) {
-        estimated = true;
-        ctx->usage.prompt_tokens = static_cast<std::int64_t>(ctx->body.size() / 4);
-        ctx->usage.completion_tokens = 0;
-    }
-    ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
-                  "llm_gateway: usage user=\"%s\" model=\"%s\" prompt_tokens=%L completion_tokens=%L%s",
-                  ctx->user ? ctx->user->name.c_str() : "", ctx->resolved.canonical.c_str(),
-                  static_cast<long long>(ctx->usage.prompt_tokens), static_cast<long long>(ctx->usage.completion_tokens),
-                  estimated ? " (estimated)" : "");
-}
-
 ngx_int_t answer_upstream_error(ngx_http_request_t* r, RequestCtx* ctx) {
     ngx_uint_t status = ctx->upstream_status;
     ngx_log_error(NGX_LOG_WARN, r->connection->log, 0, "llm_gateway: provider \"%s\" returned status %ui: %s",
@@ -337,7 +321,7 @@ ngx_int_t answer(ngx_http_request_t* r, RequestCtx* ctx) {
     switch (ctx->relay) {
     case RequestCtx::Relay::Sse: {
         bool complete = ctx->saw_end && ctx->saw_done_event && !ctx->sse.has_partial() && !ctx->stream_broken;
-        log_usage(r, ctx);
+        account_request(r, ctx);
         if (complete || ctx->stream_error_event) return finish(r, ctx, {});
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
                       "llm_gateway: provider \"%s\" stream ended before completion",
@@ -347,7 +331,7 @@ ngx_int_t answer(ngx_http_request_t* r, RequestCtx* ctx) {
     }
     case RequestCtx::Relay::Pass:
         if (!ctx->captured_overflow) ctx->usage = usage_from_response(ctx->captured);
-        log_usage(r, ctx);
+        account_request(r, ctx);
         if (!ctx->saw_end) {
             ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
                           "llm_gateway: provider \"%s\" response ended before completion",
@@ -357,11 +341,13 @@ ngx_int_t answer(ngx_http_request_t* r, RequestCtx* ctx) {
         }
         return finish(r, ctx, {});
     case RequestCtx::Relay::UpstreamError:
+        account_request(r, ctx);
         return answer_upstream_error(r, ctx);
     case RequestCtx::Relay::NoResponse:
     case RequestCtx::Relay::Pending:
         break;
     }
+    account_request(r, ctx);
     bool timeout = ctx->upstream_status == NGX_HTTP_GATEWAY_TIME_OUT;
     ngx_log_error(NGX_LOG_WARN, r->connection->log, 0, "llm_gateway: provider \"%s\" %s",
                   ctx->resolved.provider->name.c_str(), timeout ? "timed out" : "gave no response");

@@ -62,4 +62,15 @@ ngx_int_t send_error(ngx_http_request_t* r, ngx_uint_t status, std::string_view 
     return send_json(r, status, body);
 }
 
+ngx_int_t reject(ngx_http_request_t* r, ngx_uint_t status, std::string_view message, std::string_view type,
+                 std::string_view code) {
+    if (ngx_http_discard_request_body(r) != NGX_OK) r->keepalive = 0;
+    ngx_http_finalize_request(r, send_error(r, status, message, type, code));
+    return NGX_DONE;
+}
+
+MainConf* main_conf(ngx_http_request_t* r) {
+    return static_cast<MainConf*>(ngx_http_get_module_main_conf(r, ngx_http_llm_gateway_module));
+}
+
 }  // namespace llmgw

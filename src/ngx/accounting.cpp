@@ -1,0 +1,93 @@
+// Accounting after the provider answered: tokens, cost and the served
+// model's request counter in one batch; provider attempt/failure counters;
+// last-seen stamps at most once per scope per minute per worker.
+#include <unordered_map>
+
+#include "core/accounting.h"
+#include "ngx/module.h"
+
+namespace llmgw {
+namespace {
+
+constexpr std::int64_t kSeenTtl = 400 * 86400;
+
+// scope key -> minute of the last last-seen write from this worker.
+std::unordered_map<std::string, std::int64_t>& seen_cache() {
+    static std::unordered_map<std::string, std::int64_t> cache;
+    return cache;
+}
+
+void touch_last_seen(CounterStore* store, const std::vector<Scope>& scopes, std::time_t now) {
+    auto& cache = seen_cache();
+    if (cache.size() > 100000) cache.clear();
+    for (const Scope& s : scopes) {
+        if (s.kind != "user" && s.kind != "group") continue;
+        std::string key = "llmgw:" + s.kind + ":" + s.id + ":seen";
+        std::int64_t minute = now / 60;
+        auto it = cache.find(key);
+        if (it != cache.end() && it->second == minute) continue;
+        cache[key] = minute;
+        store->touch(key, now, kSeenTtl);
+    }
+}
+
+void add_provider_counters(std::vector<Incr>& out, const RequestCtx& ctx, bool failed, std::time_t now) {
+    const std::string& prov = ctx.resolved.provider->name;
+    std::string provmodel = prov + "/" + ctx.resolved.upstream_model;
+    for (int w = 0; w < kWindowCount; ++w) {
+        auto win = static_cast<Window>(w);
+        std::string b = bucket(win, now);
+        std::int64_t ttl = ttl_seconds_in_process(win);
+        out.push_back(Incr{counter_key("prov", prov, "att", win, b), 1, ttl});
+        out.push_back(Incr{counter_key("provmodel", provmodel, "att", win, b), 1, ttl});
+        if (failed) {
+            out.push_back(Incr{counter_key("prov", prov, "fail", win, b), 1, ttl});
+            out.push_back(Incr{counter_key("provmodel", provmodel, "fail", win, b), 1, ttl});
+        }
+    }
+}
+
+}  // namespace
+
+void account_request(ngx_http_request_t* r, RequestCtx* ctx) {
+    if (ctx->accounted || ctx->user == nullptr || ctx->resolved.provider == nullptr) return;
+    ctx->accounted = true;
+    MainConf* mcf = main_conf(r);
+    CounterStore* store = shm_store(mcf->zone);
+    if (store == nullptr) return;
+    std::time_t now = ngx_time();
+
+    bool served = ctx->relay == RequestCtx::Relay::Sse || ctx->relay == RequestCtx::Relay::Pass;
+    std::vector<Incr> incrs;
+    std::vector<Scope> scopes = request_scopes(*ctx);
+    if (served) {
+        AccountingInput in;
+        in.scopes = scopes;
+        in.model = ctx->resolved.canonical;
+        in.usage = ctx->usage;
+        if (!in.usage.present) {
+            in.estimated = true;
+            in.usage.prompt_tokens = static_cast<std::int64_t>(ctx->body.size() / 4);
+            in.usage.completion_tokens = 0;
+        }
+        in.cost_micros = ctx->price ? cost_micros(*ctx->price, in.usage.prompt_tokens, in.usage.completion_tokens) : 0;
+        incrs = build_accounting(in, now, true);
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                      "llm_gateway: usage user=\"%s\" model=\"%s\" prompt_tokens=%L completion_tokens=%L "
+                      "cost_micro_usd=%L%s",
+                      ctx->user->name.c_str(), ctx->resolved.canonical.c_str(),
+                      static_cast<long long>(in.usage.prompt_tokens), static_cast<long long>(in.usage.completion_tokens),
+                      static_cast<long long>(in.cost_micros), in.estimated ? " (estimated)" : "");
+    }
+    bool failed = !served && !(ctx->relay == RequestCtx::Relay::UpstreamError && ctx->upstream_status < 500 &&
+                               ctx->upstream_status != 429);
+    add_provider_counters(incrs, *ctx, failed, now);
+    store->write(incrs, [](const StoreReply& rep) {
+        if (rep.status != StoreStatus::Ok) {
+            ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0, "llm_gateway: accounting dropped: %s", rep.error.c_str());
+        }
+    });
+    touch_last_seen(store, scopes, now);
+}
+
+}  // namespace llmgw

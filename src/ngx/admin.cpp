@@ -1,0 +1,187 @@
+// The admin location: the HTML shell (no key) and the JSON API behind the
+// admin gate (the access phase already answered 401/403 where needed).
+#include <ctime>
+
+#include "core/envelope.h"
+#include "ngx/module.h"
+
+namespace llmgw {
+namespace {
+
+// Keys read per scope, in this order.
+enum Slot { kReqMin, kReqDay, kInDay, kOutDay, kInMonth, kOutMonth, kCostDay, kCostMonth, kRejDay, kSeen, kSlots };
+
+void scope_keys(const std::string& kind, const std::string& id, std::time_t now, std::vector<std::string>& out) {
+    std::string m = bucket(Window::Min, now), d = bucket(Window::Day, now), mo = bucket(Window::Month, now);
+    out.push_back(counter_key(kind, id, "req", Window::Min, m));
+    out.push_back(counter_key(kind, id, "req", Window::Day, d));
+    out.push_back(counter_key(kind, id, "tokin", Window::Day, d));
+    out.push_back(counter_key(kind, id, "tokout", Window::Day, d));
+    out.push_back(counter_key(kind, id, "tokin", Window::Month, mo));
+    out.push_back(counter_key(kind, id, "tokout", Window::Month, mo));
+    out.push_back(counter_key(kind, id, "cost", Window::Day, d));
+    out.push_back(counter_key(kind, id, "cost", Window::Month, mo));
+    out.push_back(counter_key(kind, id, "rej", Window::Day, d));
+    out.push_back("llmgw:" + kind + ":" + id + ":seen");
+}
+
+void append_time(std::string& out, std::int64_t t) {
+    if (t <= 0) {
+        out += "null";
+        return;
+    }
+    std::time_t tt = static_cast<std::time_t>(t);
+    std::tm tm{};
+    gmtime_r(&tt, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "\"%Y-%m-%dT%H:%M:%SZ\"", &tm);
+    out += buf;
+}
+
+void append_num(std::string& out, const char* name, std::int64_t v) {
+    out += '"';
+    out += name;
+    out += "\":";
+    out += std::to_string(v);
+    out += ',';
+}
+
+void append_limits(std::string& out, const Limits* l) {
+    out += "\"limits\":{";
+    if (l != nullptr) {
+        std::string inner;
+        auto add = [&](const char* n, std::int64_t v) {
+            if (v > 0) append_num(inner, n, v);
+        };
+        add("requestsPerMinute", l->requests_per_minute);
+        add("requestsPerDay", l->requests_per_day);
+        add("tokensPerDay", l->tokens_per_day);
+        add("tokensPerMonth", l->tokens_per_month);
+        add("costPerDayMicroUsd", l->cost_per_day_micros);
+        add("costPerMonthMicroUsd", l->cost_per_month_micros);
+        if (!inner.empty()) inner.pop_back();
+        out += inner;
+    }
+    out += '}';
+}
+
+void append_entry(std::string& out, const char* kind, const std::string& id, const std::string* group,
+                  const Limits* limits, const std::int64_t* v) {
+    out += "{\"kind\":\"";
+    out += kind;
+    out += "\",\"name\":\"";
+    json_escape_append(out, id);
+    out += "\",";
+    if (group) {
+        out += "\"group\":\"";
+        json_escape_append(out, *group);
+        out += "\",";
+    }
+    append_num(out, "requestsPerMinute", v[kReqMin]);
+    append_num(out, "requestsPerDay", v[kReqDay]);
+    append_num(out, "tokensInPerDay", v[kInDay]);
+    append_num(out, "tokensOutPerDay", v[kOutDay]);
+    append_num(out, "tokensInPerMonth", v[kInMonth]);
+    append_num(out, "tokensOutPerMonth", v[kOutMonth]);
+    append_num(out, "costPerDayMicroUsd", v[kCostDay]);
+    append_num(out, "costPerMonthMicroUsd", v[kCostMonth]);
+    append_num(out, "rejectionsPerDay", v[kRejDay]);
+    out += "\"lastSeen\":";
+    append_time(out, v[kSeen]);
+    out += ',';
+    append_limits(out, limits);
+    out += '}';
+}
+
+ngx_int_t secure_headers(ngx_http_request_t* r) {
+    if (add_header(r, "X-Content-Type-Options", "nosniff") != NGX_OK ||
+        add_header(r, "Cache-Control", "no-store") != NGX_OK ||
+        add_header(r, "Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'") != NGX_OK) {
+        return NGX_ERROR;
+    }
+    return NGX_OK;
+}
+
+ngx_int_t usage(ngx_http_request_t* r, RequestCtx* ctx) {
+    MainConf* mcf = main_conf(r);
+    const Directory& dir = *ctx->directory;
+    std::time_t now = ngx_time();
+    std::vector<std::string> keys;
+    for (const auto& u : dir.users()) scope_keys("user", u.name, now, keys);
+    for (const auto& g : dir.groups()) scope_keys("group", g.name, now, keys);
+    scope_keys("total", "all", now, keys);
+
+    CounterStore* store = shm_store(mcf->zone);
+    if (store == nullptr) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    StoreReply reply;
+    std::vector<std::int64_t> values;
+    store->read(keys, [&](const StoreReply& rep, const std::vector<std::int64_t>& v) {
+        reply = rep;
+        values = v;
+    });
+    if (secure_headers(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    if (reply.status != StoreStatus::Ok || values.size() != keys.size()) {
+        return send_error(r, NGX_HTTP_SERVICE_UNAVAILABLE, "the limit store could not be read", "server_error",
+                          "limit_store_unavailable");
+    }
+    std::string out = "{\"time\":";
+    append_time(out, now);
+    out += ",\"users\":[";
+    const std::int64_t* v = values.data();
+    for (std::size_t i = 0; i < dir.users().size(); ++i, v += kSlots) {
+        const auto& u = dir.users()[i];
+        if (i) out += ',';
+        append_entry(out, "user", u.name, &u.group, &u.limits, v);
+    }
+    out += "],\"groups\":[";
+    for (std::size_t i = 0; i < dir.groups().size(); ++i, v += kSlots) {
+        const auto& g = dir.groups()[i];
+        if (i) out += ',';
+        append_entry(out, "group", g.name, nullptr, &g.limits, v);
+    }
+    out += "],\"total\":";
+    append_entry(out, "total", "all", nullptr, nullptr, v);
+    out += '}';
+    return send_json(r, NGX_HTTP_OK, out);
+}
+
+const char kShell[] =
+    "<!doctype html><html><head><meta charset=\"utf-8\"><title>LLM gateway</title></head><body>"
+    "<h1>LLM gateway</h1><p>The admin API is under <code>admin/api/</code>; send an admin key in "
+    "<code>x-api-key</code>.</p><ul><li><a href=\"admin/api/usage\">usage</a></li></ul></body></html>";
+
+ngx_int_t shell(ngx_http_request_t* r) {
+    if (add_header(r, "X-Content-Type-Options", "nosniff") != NGX_OK ||
+        add_header(r, "Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'") != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+    if (RequestCtx* ctx = get_ctx(r)) ctx->own_response = true;
+    r->headers_out.status = NGX_HTTP_OK;
+    r->headers_out.content_length_n = sizeof(kShell) - 1;
+    ngx_str_set(&r->headers_out.content_type, "text/html; charset=utf-8");
+    r->headers_out.content_type_len = r->headers_out.content_type.len;
+    ngx_int_t rc = ngx_http_send_header(r);
+    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) return rc;
+    ngx_buf_t* b = static_cast<ngx_buf_t*>(ngx_calloc_buf(r->pool));
+    if (b == nullptr) return NGX_ERROR;
+    b->pos = reinterpret_cast<u_char*>(const_cast<char*>(kShell));
+    b->last = b->pos + sizeof(kShell) - 1;
+    b->memory = 1;
+    b->last_buf = 1;
+    ngx_chain_t out{b, nullptr};
+    return ngx_http_output_filter(r, &out);
+}
+
+}  // namespace
+
+ngx_int_t admin_handler(ngx_http_request_t* r, RequestCtx* ctx) {
+    if (ngx_http_discard_request_body(r) != NGX_OK) r->keepalive = 0;
+    switch (ctx->route) {
+    case Route::AdminShell: return shell(r);
+    case Route::AdminUsage: return usage(r, ctx);
+    default: break;
+    }
+    return send_error(r, NGX_HTTP_NOT_FOUND, "Unknown request URL", "invalid_request_error", "unknown_url");
+}
+
+}  // namespace llmgw
