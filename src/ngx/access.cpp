@@ -165,6 +165,8 @@ ngx_int_t access(ngx_http_request_t* r, LocConf* lcf) {
         return NGX_DONE;
     case RequestCtx::Phase::BodyRead:
         return after_body(r, ctx);
+    case RequestCtx::Phase::Admitting:
+        return ctx->admission_pending ? NGX_DONE : finish_admission(r, ctx);
     default:
         return NGX_DECLINED;   // admitted already (e.g. after an internal redirect)
     }

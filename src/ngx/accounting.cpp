@@ -31,13 +31,14 @@ void touch_last_seen(CounterStore* store, const std::vector<Scope>& scopes, std:
     }
 }
 
-void add_provider_counters(std::vector<Incr>& out, const RequestCtx& ctx, bool failed, std::time_t now) {
+void add_provider_counters(std::vector<Incr>& out, const RequestCtx& ctx, bool failed, std::time_t now,
+                           bool in_process) {
     const std::string& prov = ctx.resolved.provider->name;
     std::string provmodel = prov + "/" + ctx.resolved.upstream_model;
     for (int w = 0; w < kWindowCount; ++w) {
         auto win = static_cast<Window>(w);
         std::string b = bucket(win, now);
-        std::int64_t ttl = ttl_seconds_in_process(win);
+        std::int64_t ttl = in_process ? ttl_seconds_in_process(win) : ttl_seconds(win);
         out.push_back(Incr{counter_key("prov", prov, "att", win, b), 1, ttl});
         out.push_back(Incr{counter_key("provmodel", provmodel, "att", win, b), 1, ttl});
         if (failed) {
@@ -53,7 +54,7 @@ void account_request(ngx_http_request_t* r, RequestCtx* ctx) {
     if (ctx->accounted || ctx->user == nullptr || ctx->resolved.provider == nullptr) return;
     ctx->accounted = true;
     MainConf* mcf = main_conf(r);
-    CounterStore* store = shm_store(mcf->zone);
+    CounterStore* store = counter_store(mcf);
     if (store == nullptr) return;
     std::time_t now = ngx_time();
 
@@ -71,7 +72,7 @@ void account_request(ngx_http_request_t* r, RequestCtx* ctx) {
             in.usage.completion_tokens = 0;
         }
         in.cost_micros = ctx->price ? cost_micros(*ctx->price, in.usage.prompt_tokens, in.usage.completion_tokens) : 0;
-        incrs = build_accounting(in, now, true);
+        incrs = build_accounting(in, now, store_uses_in_process_ttls(mcf));
         ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
                       "llm_gateway: usage user=\"%s\" model=\"%s\" prompt_tokens=%L completion_tokens=%L "
                       "cost_micro_usd=%L%s",
@@ -81,7 +82,7 @@ void account_request(ngx_http_request_t* r, RequestCtx* ctx) {
     }
     bool failed = !served && !(ctx->relay == RequestCtx::Relay::UpstreamError && ctx->upstream_status < 500 &&
                                ctx->upstream_status != 429);
-    add_provider_counters(incrs, *ctx, failed, now);
+    add_provider_counters(incrs, *ctx, failed, now, store_uses_in_process_ttls(mcf));
     store->write(incrs, [](const StoreReply& rep) {
         if (rep.status != StoreStatus::Ok) {
             ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0, "llm_gateway: accounting dropped: %s", rep.error.c_str());

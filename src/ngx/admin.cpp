@@ -102,31 +102,13 @@ ngx_int_t secure_headers(ngx_http_request_t* r) {
     return NGX_OK;
 }
 
-ngx_int_t usage(ngx_http_request_t* r, RequestCtx* ctx) {
-    MainConf* mcf = main_conf(r);
-    const Directory& dir = *ctx->directory;
-    std::time_t now = ngx_time();
-    std::vector<std::string> keys;
-    for (const auto& u : dir.users()) scope_keys("user", u.name, now, keys);
-    for (const auto& g : dir.groups()) scope_keys("group", g.name, now, keys);
-    scope_keys("total", "all", now, keys);
-
-    CounterStore* store = shm_store(mcf->zone);
-    if (store == nullptr) return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    StoreReply reply;
-    std::vector<std::int64_t> values;
-    store->read(keys, [&](const StoreReply& rep, const std::vector<std::int64_t>& v) {
-        reply = rep;
-        values = v;
-    });
-    if (secure_headers(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    if (reply.status != StoreStatus::Ok || values.size() != keys.size()) {
-        return send_error(r, NGX_HTTP_SERVICE_UNAVAILABLE, "the limit store could not be read", "server_error",
-                          "limit_store_unavailable");
-    }
+std::string render_usage(const Directory& dir, std::time_t now, const std::vector<std::int64_t>& values,
+                         const std::string& replica) {
     std::string out = "{\"time\":";
     append_time(out, now);
-    out += ",\"users\":[";
+    out += ",\"replica\":\"";
+    json_escape_append(out, replica);
+    out += "\",\"users\":[";
     const std::int64_t* v = values.data();
     for (std::size_t i = 0; i < dir.users().size(); ++i, v += kSlots) {
         const auto& u = dir.users()[i];
@@ -142,7 +124,62 @@ ngx_int_t usage(ngx_http_request_t* r, RequestCtx* ctx) {
     out += "],\"total\":";
     append_entry(out, "total", "all", nullptr, nullptr, v);
     out += '}';
-    return send_json(r, NGX_HTTP_OK, out);
+    return out;
+}
+
+ngx_int_t answer_usage(ngx_http_request_t* r, RequestCtx* ctx, std::time_t now, std::size_t nkeys,
+                       const StoreReply& reply, const std::vector<std::int64_t>& values) {
+    if (secure_headers(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    if (reply.status != StoreStatus::Ok || values.size() != nkeys) {
+        // An outage, never zeros.
+        return send_error(r, NGX_HTTP_SERVICE_UNAVAILABLE, "the limit store could not be read", "server_error",
+                          "limit_store_unavailable");
+    }
+    return send_json(r, NGX_HTTP_OK, render_usage(*ctx->directory, now, values, main_conf(r)->state->replica));
+}
+
+ngx_int_t usage(ngx_http_request_t* r, RequestCtx* ctx) {
+    MainConf* mcf = main_conf(r);
+    const Directory& dir = *ctx->directory;
+    std::time_t now = ngx_time();
+    std::vector<std::string> keys;
+    for (const auto& u : dir.users()) scope_keys("user", u.name, now, keys);
+    for (const auto& g : dir.groups()) scope_keys("group", g.name, now, keys);
+    scope_keys("total", "all", now, keys);
+
+    CounterStore* store = counter_store(mcf);
+    if (store == nullptr) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    struct Wait {
+        bool pending = true, async = false;
+        ngx_int_t rc = NGX_OK;
+    };
+    auto wait = std::make_shared<Wait>();
+    std::weak_ptr<bool> alive = ctx->alive;
+    std::size_t nkeys = keys.size();
+    store->read(keys, [r, ctx, now, nkeys, wait, alive](const StoreReply& rep, const std::vector<std::int64_t>& v) {
+        auto token = alive.lock();
+        if (!token || !*token) return;
+        wait->pending = false;
+        ngx_int_t rc;
+        try {
+            rc = answer_usage(r, ctx, now, nkeys, rep, v);
+        } catch (const std::exception&) {
+            rc = NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+        if (!wait->async) {
+            wait->rc = rc;
+            return;
+        }
+        ngx_connection_t* c = r->connection;
+        ngx_http_finalize_request(r, rc);
+        ngx_http_run_posted_requests(c);
+    });
+    if (wait->pending) {
+        wait->async = true;
+        r->main->count++;   // released by the finalize in the callback
+        return NGX_DONE;
+    }
+    return wait->rc;
 }
 
 const char kShell[] =

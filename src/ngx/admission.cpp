@@ -64,21 +64,44 @@ ngx_int_t admit_request(ngx_http_request_t* r, RequestCtx* ctx) {
                           " has no configured price and a cost budget applies to this key",
                       "invalid_request_error", "model_unpriced");
     }
-    CounterStore* store = shm_store(mcf->zone);
+    CounterStore* store = counter_store(mcf);
     if (store == nullptr) return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    AdmissionPlan plan = build_admission_plan(request_scopes(*ctx), ngx_time(), true);
+    AdmissionPlan plan = build_admission_plan(request_scopes(*ctx), ngx_time(), store_uses_in_process_ttls(mcf));
 
-    StoreReply reply;
-    AdmissionResult result;
-    store->admit(plan, [&](const StoreReply& rep, const AdmissionResult& res) {
-        reply = rep;
-        result = res;
+    ctx->phase = RequestCtx::Phase::Admitting;
+    ctx->admission_pending = true;
+    std::weak_ptr<bool> alive = ctx->alive;
+    store->admit(plan, [r, ctx, alive](const StoreReply& rep, const AdmissionResult& res) {
+        auto token = alive.lock();
+        if (!token || !*token) return;   // the request ended while the store was asked
+        ctx->admit_reply = rep;
+        ctx->admit_result = res;
+        ctx->admission_pending = false;
+        if (!ctx->admission_async) return;   // answered inside admit(): the caller continues
+        ctx->admission_async = false;
+        ngx_connection_t* c = r->connection;
+        r->main->count--;
+        ngx_http_core_run_phases(r);
+        ngx_http_run_posted_requests(c);
     });
-    if (reply.status != StoreStatus::Ok) {
+    if (ctx->admission_pending) {
+        // Wait for the store; hold a reference so the request outlives the
+        // call (the store answers or times out within its 2 s bound).
+        ctx->admission_async = true;
+        r->main->count++;
+        return NGX_DONE;
+    }
+    return finish_admission(r, ctx);
+}
+
+ngx_int_t finish_admission(ngx_http_request_t* r, RequestCtx* ctx) {
+    if (ctx->admit_reply.status != StoreStatus::Ok) {
+        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0, "llm_gateway: admission refused: %s",
+                      ctx->admit_reply.error.c_str());
         return reject(r, NGX_HTTP_SERVICE_UNAVAILABLE, "the limit store is unavailable", "server_error",
                       "limit_store_unavailable");
     }
-    if (!result.admitted) return answer_rejection(r, ctx, result);
+    if (!ctx->admit_result.admitted) return answer_rejection(r, ctx, ctx->admit_result);
     ctx->phase = RequestCtx::Phase::Admitted;
     return NGX_DECLINED;
 }

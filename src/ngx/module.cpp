@@ -11,6 +11,7 @@ void* create_loc_conf(ngx_conf_t* cf);
 char* merge_loc_conf(ngx_conf_t* cf, void* parent, void* child);
 ngx_int_t postconfiguration(ngx_conf_t* cf);
 ngx_int_t init_process(ngx_cycle_t* cycle);
+void exit_process(ngx_cycle_t* cycle);
 
 ngx_command_t commands[] = {
     {ngx_string("llm_gateway_provider"), NGX_HTTP_MAIN_CONF | NGX_CONF_2MORE, set_provider,
@@ -28,6 +29,12 @@ ngx_command_t commands[] = {
     {ngx_string("llm_gateway_allow_unpriced"), NGX_HTTP_MAIN_CONF | NGX_CONF_FLAG, ngx_conf_set_flag_slot,
      NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, allow_unpriced), nullptr},
     {ngx_string("llm_gateway_users_file"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE12, set_users_file,
+     NGX_HTTP_MAIN_CONF_OFFSET, 0, nullptr},
+    {ngx_string("llm_gateway_store"), NGX_HTTP_MAIN_CONF | NGX_CONF_1MORE, set_store, NGX_HTTP_MAIN_CONF_OFFSET, 0,
+     nullptr},
+    {ngx_string("llm_gateway_replica"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, set_replica, NGX_HTTP_MAIN_CONF_OFFSET,
+     0, nullptr},
+    {ngx_string("llm_gateway_instance"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, set_instance,
      NGX_HTTP_MAIN_CONF_OFFSET, 0, nullptr},
     {ngx_string("llm_gateway"), NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS, set_api, NGX_HTTP_LOC_CONF_OFFSET, 0,
      nullptr},
@@ -89,6 +96,9 @@ char* init_main_conf(ngx_conf_t* cf, void* conf) {
         ngx_log_error(NGX_LOG_EMERG, cf->log, 0, "llm_gateway: %s", e.what());
         return static_cast<char*>(NGX_CONF_ERROR);
     }
+    if (mcf->state->replica.empty()) {
+        mcf->state->replica.assign(reinterpret_cast<char*>(cf->cycle->hostname.data), cf->cycle->hostname.len);
+    }
     ngx_conf_init_value(mcf->allow_unpriced, 0);
     ngx_conf_init_msec_value(mcf->users_file_interval, 5000);
     if (mcf->zone == nullptr) {
@@ -132,6 +142,14 @@ ngx_int_t postconfiguration(ngx_conf_t* cf) {
     return init_filters(cf);
 }
 
+void exit_process(ngx_cycle_t* cycle) {
+    try {
+        shutdown_store();   // close the store connection before nginx checks for open sockets
+    } catch (...) {
+        ngx_log_error(NGX_LOG_ALERT, cycle->log, 0, "llm_gateway: closing the store failed");
+    }
+}
+
 ngx_int_t init_process(ngx_cycle_t* cycle) {
     try {
         return init_users_file(cycle);
@@ -154,6 +172,6 @@ ngx_module_t ngx_http_llm_gateway_module = {
     llmgw::init_process, // init process
     nullptr,             // init thread
     nullptr,             // exit thread
-    nullptr,             // exit process
+    llmgw::exit_process, // exit process
     nullptr,             // exit master
     NGX_MODULE_V1_PADDING};

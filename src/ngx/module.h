@@ -10,6 +10,8 @@
 #include "core/openai.h"
 #include "core/sse.h"
 #include "ngx/ngx_incl.h"
+#include "core/latch.h"
+#include "ngx/redis_conn.h"
 #include "ngx/store.h"
 
 extern "C" ngx_module_t ngx_http_llm_gateway_module;
@@ -30,11 +32,23 @@ enum class Route {
 
 // Everything C++ the main conf owns; lives in cf->pool, destroyed by a pool
 // cleanup when the cycle goes.
+// llm_gateway_store: the shared store and its latch (per worker process).
+struct StoreSettings {
+    RedisSettings redis;
+    bool fail_open = true;
+    std::string redacted_url;
+    StoreLatch latch;
+    std::uint64_t telemetry_dropped = 0;
+};
+
 struct GatewayState {
     GatewayConfig config;
     PriceTable prices = PriceTable::builtin();
     std::shared_ptr<const Directory> directory;   // inline users + users file, swapped on reload
     std::string users_file;                         // "" = none
+    std::unique_ptr<StoreSettings> store;           // null: shared memory only
+    std::string replica;                            // llm_gateway_replica (default: host name)
+    std::string instance;                           // llm_gateway_instance
 };
 
 struct MainConf {
@@ -55,7 +69,7 @@ struct LocConf {
 // destructor is the cleanup), so it is found again after an internal
 // redirect cleared r->ctx.
 struct RequestCtx {
-    enum class Phase { Start, ReadingBody, BodyRead, Admitted, Done };
+    enum class Phase { Start, ReadingBody, BodyRead, Admitting, Admitted, Done };
 
     Phase phase = Phase::Start;
     bool waiting_body = false;
@@ -86,6 +100,12 @@ struct RequestCtx {
     bool usage_estimated = false;
     const Price* price = nullptr;     // null: unpriced (billed as zero)
     bool is_admin_traffic = false;
+    bool admission_pending = false;   // a store answer is awaited
+    bool admission_async = false;     // ... and the access phase returned NGX_DONE for it
+    StoreReply admit_reply;
+    AdmissionResult admit_result;
+    std::shared_ptr<bool> alive = std::make_shared<bool>(true);   // false once the request is gone
+    ~RequestCtx() { *alive = false; }
     ngx_chain_t* free_bufs = nullptr;
     ngx_chain_t* busy_bufs = nullptr;
     ngx_http_request_t* sr = nullptr;
@@ -133,6 +153,13 @@ ngx_int_t start_provider_call(ngx_http_request_t* r, RequestCtx* ctx);
 std::vector<Scope> request_scopes(const RequestCtx& ctx);
 ngx_int_t admit_request(ngx_http_request_t* r, RequestCtx* ctx);   // NGX_DECLINED admitted, NGX_DONE answered
 
+ngx_int_t finish_admission(ngx_http_request_t* r, RequestCtx* ctx);
+
+// redis_store.cpp
+CounterStore* counter_store(MainConf* mcf);   // the configured store for this worker
+void shutdown_store();
+bool store_uses_in_process_ttls(MainConf* mcf);
+
 // accounting.cpp
 void account_request(ngx_http_request_t* r, RequestCtx* ctx);
 
@@ -153,6 +180,9 @@ char* set_admin(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
 char* set_zone(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);   // conf: MainConf
 char* set_price(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
 char* set_users_file(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
+char* set_store(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
+char* set_replica(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
+char* set_instance(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
 GatewayState* state_of(ngx_conf_t* cf);
 
 }  // namespace llmgw

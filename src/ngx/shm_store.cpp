@@ -143,6 +143,9 @@ private:
     }
 
     Entry* find_or_create(const std::string& key, std::int64_t ttl) {
+        // Counters written here while a shared store is down carry its long
+        // TTLs; shared memory keeps them at most 32 days.
+        if (ttl > 32 * 86400) ttl = 32 * 86400;
         sweep(false);
         Entry* e = find(key);
         if (e != nullptr) {

@@ -1,0 +1,68 @@
+// RESP2 codec for the counter store (no nginx, no sockets): hiredis 0.14's
+// reader parses replies into our own tree (RespValue), and its command
+// formatter writes requests. The connection itself is nginx's.
+#pragma once
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace llmgw {
+
+struct RespValue {
+    enum class Type { Nil, Integer, String, Status, Error, Array };
+    Type type = Type::Nil;
+    long long integer = 0;              // Integer
+    std::string str;                    // String, Status, Error
+    std::vector<RespValue> elements;    // Array (never nested: see RespReader)
+};
+
+// Largest reply array accepted from the store (spec "Limits").
+constexpr std::size_t kRespMaxArray = 1024;
+// Default ceiling on bytes buffered and not yet parsed: a reply that does not
+// fit (e.g. "$999999999" or a status line without its CRLF) is a store error.
+constexpr std::size_t kRespDefaultMaxBuffer = 8u << 20;
+
+// Incremental reader: feed() bytes as they arrive, then call next() until it
+// says NeedMore. Replies come out in order.
+//
+// Store errors, after which the reader is dead (every later next() repeats
+// the error, every later feed() returns false; the connection must be
+// closed, the stream is never parsed on):
+//   - a protocol error (garbage bytes, a bad length, a bulk string not
+//     followed by CRLF),
+//   - an array longer than kRespMaxArray elements ("store reply array too
+//     long (2000 > 1024)"), detected on its header before any element,
+//   - an array inside an array ("nested array in store reply"), including
+//     an empty one; a nil array ("*-1") inside an array is a Nil element,
+//   - more than max_buffer bytes waiting for one reply.
+// A nil bulk string ("$-1") and a nil array ("*-1") both give Type::Nil.
+// No exception escapes.
+class RespReader {
+public:
+    enum class Result { Reply, NeedMore, Error };
+
+    explicit RespReader(std::size_t max_buffer = kRespDefaultMaxBuffer);
+    ~RespReader();
+    RespReader(RespReader&&) noexcept;
+    RespReader& operator=(RespReader&&) noexcept;
+    RespReader(const RespReader&) = delete;
+    RespReader& operator=(const RespReader&) = delete;
+
+    // false when the reader is dead or the bytes push it over max_buffer;
+    // next() then returns Error with the reason.
+    bool feed(const char* data, std::size_t len);
+    // Reply: out holds the next reply (err untouched). NeedMore: no whole
+    // reply buffered yet. Error: err says why (see above).
+    Result next(RespValue& out, std::string& err);
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+// One command in RESP2 (an array of bulk strings), binary safe. "" when
+// argv is empty or memory ran out.
+std::string resp_command(const std::vector<std::string>& argv);
+
+}  // namespace llmgw
