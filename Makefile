@@ -56,7 +56,7 @@ module: $(MODULE)
 UNIT_BIN := $(BUILD)/unit_tests
 $(UNIT_BIN): $(CORE_SRCS) $(CORE_HDRS) $(UNIT_SRCS)
 	@mkdir -p $(BUILD)
-	$(CXX) $(CXXFLAGS) -Isrc -o $@ $(CORE_SRCS) $(UNIT_SRCS) -lgtest -lgtest_main -lpthread -lcrypto
+	$(CXX) $(CXXFLAGS) -Isrc -o $@ $(CORE_SRCS) $(UNIT_SRCS) -lgtest -lgtest_main -lpthread -lcrypto -lhiredis
 
 unit: $(UNIT_BIN)
 	$(UNIT_BIN)
