@@ -203,6 +203,11 @@ bool parse_impl(std::string_view text, StoreUrl& url, std::string& err) {
         while (end < rest.size() && rest[end] != ':' && rest[end] != '/') ++end;
         const std::string_view host = rest.substr(0, end);
         after = rest.substr(end);
+        const std::string_view port_part = after.substr(0, after.find('/'));
+        if (!port_part.empty() && port_part.substr(1).find(':') != std::string_view::npos) {
+            err = "the store URL host looks like an IPv6 address: write it in brackets, e.g. redis://[::1]:6379";
+            return false;
+        }
         if (host.empty()) {
             err = "the store URL has no host";
             return false;
@@ -212,10 +217,6 @@ bool parse_impl(std::string_view text, StoreUrl& url, std::string& err) {
                 err = "the store URL has an invalid host name";
                 return false;
             }
-        }
-        if (!after.empty() && after[0] == ':' && after.substr(1).find(':') != std::string_view::npos) {
-            err = "the store URL host looks like an IPv6 address: write it in brackets, e.g. redis://[::1]:6379";
-            return false;
         }
         u.host = std::string(host);
     }

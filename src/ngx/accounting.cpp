@@ -50,15 +50,15 @@ void add_provider_counters(std::vector<Incr>& out, const RequestCtx& ctx, bool f
 
 }  // namespace
 
-void account_request(ngx_http_request_t* r, RequestCtx* ctx) {
+void account_request(ngx_log_t* log, MainConf* mcf, RequestCtx* ctx, bool cancelled) {
     if (ctx->accounted || ctx->user == nullptr || ctx->resolved.provider == nullptr) return;
     ctx->accounted = true;
-    MainConf* mcf = main_conf(r);
     CounterStore* store = counter_store(mcf);
     if (store == nullptr) return;
     std::time_t now = ngx_time();
 
-    bool served = ctx->relay == RequestCtx::Relay::Sse || ctx->relay == RequestCtx::Relay::Pass;
+    bool served = ctx->relay == RequestCtx::Relay::Sse || ctx->relay == RequestCtx::Relay::Pass ||
+                  (cancelled && ctx->relay == RequestCtx::Relay::Pending);
     std::vector<Incr> incrs;
     std::vector<Scope> scopes = request_scopes(*ctx);
     if (served) {
@@ -73,16 +73,17 @@ void account_request(ngx_http_request_t* r, RequestCtx* ctx) {
         }
         in.cost_micros = ctx->price ? cost_micros(*ctx->price, in.usage.prompt_tokens, in.usage.completion_tokens) : 0;
         incrs = build_accounting(in, now, store_uses_in_process_ttls(mcf));
-        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+        ngx_log_error(NGX_LOG_INFO, log, 0,
                       "llm_gateway: usage user=\"%s\" model=\"%s\" prompt_tokens=%L completion_tokens=%L "
-                      "cost_micro_usd=%L%s",
+                      "cost_micro_usd=%L%s%s",
                       ctx->user->name.c_str(), ctx->resolved.canonical.c_str(),
                       static_cast<long long>(in.usage.prompt_tokens), static_cast<long long>(in.usage.completion_tokens),
-                      static_cast<long long>(in.cost_micros), in.estimated ? " (estimated)" : "");
+                      static_cast<long long>(in.cost_micros), in.estimated ? " (estimated)" : "",
+                      cancelled ? " (client cancelled)" : "");
     }
     bool failed = !served && !(ctx->relay == RequestCtx::Relay::UpstreamError && ctx->upstream_status < 500 &&
                                ctx->upstream_status != 429);
-    add_provider_counters(incrs, *ctx, failed, now, store_uses_in_process_ttls(mcf));
+    if (!cancelled) add_provider_counters(incrs, *ctx, failed, now, store_uses_in_process_ttls(mcf));
     store->write(incrs, [](const StoreReply& rep) {
         if (rep.status != StoreStatus::Ok) {
             ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0, "llm_gateway: accounting dropped: %s", rep.error.c_str());

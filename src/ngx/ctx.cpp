@@ -12,6 +12,19 @@ void destroy_ctx(void* data) {
 
 }  // namespace
 
+RequestCtx::~RequestCtx() {
+    *alive = false;
+    // A provider call whose request ended before the relay finished (the
+    // client went away): its tokens are still counted.
+    if (sr != nullptr && !accounted && mcf != nullptr) {
+        try {
+            account_request(ngx_cycle->log, mcf, this, true);
+        } catch (...) {
+            ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0, "llm_gateway: accounting of a cancelled request failed");
+        }
+    }
+}
+
 RequestCtx* get_ctx(ngx_http_request_t* r) {
     r = r->main;
     auto* ctx = static_cast<RequestCtx*>(ngx_http_get_module_ctx(r, ngx_http_llm_gateway_module));
@@ -37,6 +50,7 @@ RequestCtx* create_ctx(ngx_http_request_t* r) {
         return nullptr;   // handler stays null: nothing to destroy
     }
     cln->handler = destroy_ctx;
+    ctx->mcf = static_cast<MainConf*>(ngx_http_get_module_main_conf(r, ngx_http_llm_gateway_module));
     ngx_http_set_ctx(r, ctx, ngx_http_llm_gateway_module);
     return ctx;
 }

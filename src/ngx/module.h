@@ -105,7 +105,8 @@ struct RequestCtx {
     StoreReply admit_reply;
     AdmissionResult admit_result;
     std::shared_ptr<bool> alive = std::make_shared<bool>(true);   // false once the request is gone
-    ~RequestCtx() { *alive = false; }
+    MainConf* mcf = nullptr;          // for accounting from the pool cleanup
+    ~RequestCtx();
     ngx_chain_t* free_bufs = nullptr;
     ngx_chain_t* busy_bufs = nullptr;
     ngx_http_request_t* sr = nullptr;
@@ -161,7 +162,9 @@ void shutdown_store();
 bool store_uses_in_process_ttls(MainConf* mcf);
 
 // accounting.cpp
-void account_request(ngx_http_request_t* r, RequestCtx* ctx);
+// cancelled: the client went away mid-call; tokens are still counted, the
+// provider call is counted as neither success nor failure.
+void account_request(ngx_log_t* log, MainConf* mcf, RequestCtx* ctx, bool cancelled = false);
 
 // admin.cpp
 ngx_int_t admin_handler(ngx_http_request_t* r, RequestCtx* ctx);

@@ -321,7 +321,7 @@ ngx_int_t answer(ngx_http_request_t* r, RequestCtx* ctx) {
     switch (ctx->relay) {
     case RequestCtx::Relay::Sse: {
         bool complete = ctx->saw_end && ctx->saw_done_event && !ctx->sse.has_partial() && !ctx->stream_broken;
-        account_request(r, ctx);
+        account_request(r->connection->log, main_conf(r), ctx);
         if (complete || ctx->stream_error_event) return finish(r, ctx, {});
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
                       "llm_gateway: provider \"%s\" stream ended before completion",
@@ -331,7 +331,7 @@ ngx_int_t answer(ngx_http_request_t* r, RequestCtx* ctx) {
     }
     case RequestCtx::Relay::Pass:
         if (!ctx->captured_overflow) ctx->usage = usage_from_response(ctx->captured);
-        account_request(r, ctx);
+        account_request(r->connection->log, main_conf(r), ctx);
         if (!ctx->saw_end) {
             ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
                           "llm_gateway: provider \"%s\" response ended before completion",
@@ -341,13 +341,13 @@ ngx_int_t answer(ngx_http_request_t* r, RequestCtx* ctx) {
         }
         return finish(r, ctx, {});
     case RequestCtx::Relay::UpstreamError:
-        account_request(r, ctx);
+        account_request(r->connection->log, main_conf(r), ctx);
         return answer_upstream_error(r, ctx);
     case RequestCtx::Relay::NoResponse:
     case RequestCtx::Relay::Pending:
         break;
     }
-    account_request(r, ctx);
+    account_request(r->connection->log, main_conf(r), ctx);
     bool timeout = ctx->upstream_status == NGX_HTTP_GATEWAY_TIME_OUT;
     ngx_log_error(NGX_LOG_WARN, r->connection->log, 0, "llm_gateway: provider \"%s\" %s",
                   ctx->resolved.provider->name.c_str(), timeout ? "timed out" : "gave no response");
