@@ -48,7 +48,8 @@ $(NGX_BUILD)/Makefile: config $(CONF_FLAGS_FILE) $(BUILD)/sources.list
 
 $(MODULE): $(NGX_BUILD)/Makefile $(CORE_SRCS) $(CORE_HDRS) $(NGX_SRCS) $(NGX_HDRS)
 	$(MAKE) -C $(NGX_BUILD) -f objs/Makefile modules
-	cp $(NGX_BUILD)/objs/ngx_http_llm_gateway_module.so $@
+	@# a new file, not an overwrite: a running nginx keeps its mapping of the old one
+	cp $(NGX_BUILD)/objs/ngx_http_llm_gateway_module.so $@.tmp && mv -f $@.tmp $@
 
 module: $(MODULE)
 

@@ -246,6 +246,7 @@ char* users_file(ngx_conf_t* cf, MainConf* mcf) {
         return static_cast<char*>(NGX_CONF_ERROR);
     }
     mcf->state->users_file.assign(reinterpret_cast<char*>(path.data), path.len);
+    mcf->state->users_file_where = where(cf);
     for (ngx_uint_t i = 2; i < cf->args->nelts; ++i) {
         Param prm = split_param(arg(cf, i));
         if (prm.name == "interval" && prm.has_eq) {

@@ -87,8 +87,8 @@ char* init_main_conf(ngx_conf_t* cf, void* conf) {
         if (!mcf->state->users_file.empty()) {
             err = load_users_file_at_start(*mcf->state);
             if (!err.empty()) {
-                ngx_log_error(NGX_LOG_EMERG, cf->log, 0, "llm_gateway_users_file \"%s\" %s",
-                              mcf->state->users_file.c_str(), err.c_str());
+                ngx_log_error(NGX_LOG_EMERG, cf->log, 0, "llm_gateway_users_file \"%s\" %s in %s",
+                              mcf->state->users_file.c_str(), err.c_str(), mcf->state->users_file_where.c_str());
                 return static_cast<char*>(NGX_CONF_ERROR);
             }
         }

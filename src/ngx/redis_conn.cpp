@@ -211,7 +211,10 @@ void RedisConn::read() {
             return;
         }
         if (!reader_->feed(reinterpret_cast<const char*>(buf), static_cast<std::size_t>(n))) {
-            fail("the store sent an invalid reply");
+            RespValue v;
+            std::string err;
+            reader_->next(v, err);   // a dead reader names its reason
+            fail(err.empty() ? std::string("the store sent an invalid reply") : err);
             return;
         }
         for (;;) {

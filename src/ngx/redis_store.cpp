@@ -14,7 +14,9 @@ namespace llmgw {
 namespace {
 
 constexpr std::size_t kMaxTelemetryInFlight = 64;
-constexpr std::size_t kReadChunk = 1600;
+// 1600 keys per round trip (the spec's admin chunk) as two MGETs, since a
+// reply array over 1024 elements is refused.
+constexpr std::size_t kReadChunk = 800;
 
 std::int64_t now_ms() {
     ngx_time_t* tp = ngx_timeofday();
@@ -61,11 +63,22 @@ public:
         }
         if (!latch().should_try(now_ms())) return degraded_write(incrs, std::move(done));
         auto copy = std::make_shared<std::vector<Incr>>(incrs);
-        conn_.exec(incr_commands(incrs), [this, copy, done = std::move(done)](const std::string& err,
-                                                                              std::vector<RespValue>& replies) mutable {
+        conn_.exec(incr_commands(incrs, expire_nx_), [this, copy, done = std::move(done)](
+                                                         const std::string& err, std::vector<RespValue>& replies) mutable {
             std::string e = err;
-            for (const auto& r : replies) {
-                if (e.empty() && r.type == RespValue::Type::Error) e = "store error: " + r.str.substr(0, 120);
+            for (std::size_t i = 0; i < replies.size(); ++i) {
+                const RespValue& r = replies[i];
+                if (!e.empty() || r.type != RespValue::Type::Error) continue;
+                if (i % 2 == 1 && expire_nx_) {
+                    // EXPIRE ... NX needs Redis 7; older servers get plain
+                    // EXPIRE from now on (the TTL is then refreshed by each write).
+                    expire_nx_ = false;
+                    ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
+                                  "llm_gateway: the limit store does not support EXPIRE NX (Redis < 7); "
+                                  "using plain EXPIRE");
+                    continue;
+                }
+                e = "store error: " + r.str.substr(0, 120);
             }
             if (!e.empty()) {
                 on_failure(e);
@@ -196,6 +209,7 @@ private:
     CounterStore* fallback_;
     RedisConn conn_;
     std::size_t telemetry_in_flight_ = 0;
+    bool expire_nx_ = true;
 };
 
 RedisStore*& worker_store() {

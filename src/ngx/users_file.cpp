@@ -24,6 +24,7 @@ struct Poller {   // lives in the cycle pool
     MainConf* mcf;
     FileSig current;     // the file the active directory came from
     FileSig rejected;    // the last file that failed to load (reported once)
+    bool have_rejected;  // rejected holds a file (a missing file has a signature too)
 };
 
 bool file_sig(const std::string& path, FileSig& sig) {
@@ -64,11 +65,12 @@ void poll(ngx_event_t* ev) {
     try {
         FileSig sig;
         if (!file_sig(st.users_file, sig)) sig = FileSig{};
-        if (sig != p->current && sig != p->rejected) {
+        if (sig != p->current && !(p->have_rejected && sig == p->rejected)) {
             std::shared_ptr<Directory> dir;
             std::string err = sig.size < 0 ? std::string("cannot be read") : build(st, dir);
             if (!err.empty()) {
                 p->rejected = sig;
+                p->have_rejected = true;
                 ngx_log_error(NGX_LOG_ERR, ev->log, 0,
                               "llm_gateway: users file \"%s\" %s; keeping the previous users", st.users_file.c_str(),
                               err.c_str());
@@ -82,7 +84,7 @@ void poll(ngx_event_t* ev) {
                 }
                 st.directory = dir;
                 p->current = sig;
-                p->rejected = FileSig{};
+                p->have_rejected = false;
                 ngx_log_error(NGX_LOG_NOTICE, ev->log, 0, "llm_gateway: users file \"%s\" reloaded: %uz users",
                               st.users_file.c_str(), dir->users().size());
             }

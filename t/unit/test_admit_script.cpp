@@ -1,0 +1,792 @@
+// The admission script: KEYS/ARGV encoding, reply decoding, SHA1, the
+// accounting batch; and, when LLMGW_REDIS_PORT names a redis-server on
+// 127.0.0.1 (t/30-redis-script.t starts one), the script itself against the
+// real store, checked against execute_admission.
+#include <gtest/gtest.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <openssl/evp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/admit_script.h"
+#include "core/limits.h"
+#include "core/resp.h"
+#include "core/windows.h"
+
+using namespace llmgw;
+using T = RespValue::Type;
+
+namespace {
+
+constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+constexpr std::int64_t kMin = std::numeric_limits<std::int64_t>::min();
+constexpr std::time_t kNow = 1795268730;  // 2026-11-21T13:45:30Z
+
+RespValue integer(long long v) {
+    RespValue r;
+    r.type = T::Integer;
+    r.integer = v;
+    return r;
+}
+
+RespValue array(std::vector<RespValue> e) {
+    RespValue r;
+    r.type = T::Array;
+    r.elements = std::move(e);
+    return r;
+}
+
+RespValue text(T type, const std::string& s) {
+    RespValue r;
+    r.type = type;
+    r.str = s;
+    return r;
+}
+
+// A plan with three checks over a few keys and the increments of both paths.
+AdmissionPlan sample_plan() {
+    AdmissionPlan p;
+    Check a;
+    a.keys = {"k:req:min"};
+    a.limit = 50;
+    a.add = 1;
+    a.kind = ViolationKind::RateLimit;
+    a.retry_after = 30;
+    a.message = "rate limit exceeded: user \"alice\" requestsPerMinute 50";
+    Check b;
+    b.keys = {"k:tokin:day", "k:tokout:day"};
+    b.limit = 9223372036854775807LL;
+    b.add = 0;
+    b.kind = ViolationKind::Budget;
+    b.retry_after = 36870;
+    b.message = "budget exceeded: user \"alice\" tokensPerDay 9223372036854775807";
+    Check c;
+    c.keys = {};
+    c.limit = 1;
+    c.add = -4;  // treated as 0 (breach when sum >= limit)
+    c.kind = ViolationKind::Budget;
+    c.retry_after = 1;
+    c.message = "budget exceeded: group \"eng\" costPerMonthUSD 0.000001";
+    p.checks = {a, b, c};
+    p.admit = {{"k:req:min", 1, 120}, {"k:req:day", 1, 3024000}, {"k:cost", -7, 5}};
+    p.reject = {{"k:rej:day", 1, 3024000}};
+    return p;
+}
+
+// Reads KEYS/ARGV back the way the Lua script does.
+struct Decoded {
+    struct C {
+        std::vector<std::string> keys;
+        std::string limit, add;
+    };
+    std::vector<C> checks;
+    std::vector<Incr> admit, reject;
+};
+
+bool decode_args(const std::vector<std::string>& keys, const std::vector<std::string>& argv, Decoded& d) {
+    std::size_t a = 0, k = 0;
+    auto num = [&](std::size_t& out) {
+        if (a >= argv.size()) return false;
+        out = std::stoul(argv[a++]);
+        return true;
+    };
+    std::size_t n = 0;
+    if (!num(n)) return false;
+    for (std::size_t i = 0; i < n; ++i) {
+        Decoded::C c;
+        std::size_t nk = 0;
+        if (!num(nk) || a + 2 > argv.size()) return false;
+        c.limit = argv[a++];
+        c.add = argv[a++];
+        for (std::size_t j = 0; j < nk; ++j) {
+            if (k >= keys.size()) return false;
+            c.keys.push_back(keys[k++]);
+        }
+        d.checks.push_back(c);
+    }
+    for (std::vector<Incr>* out : {&d.admit, &d.reject}) {
+        if (!num(n)) return false;
+        for (std::size_t i = 0; i < n; ++i) {
+            if (a + 2 > argv.size() || k >= keys.size()) return false;
+            out->push_back(Incr{keys[k++], std::stoll(argv[a]), std::stoll(argv[a + 1])});
+            a += 2;
+        }
+    }
+    return a == argv.size() && k == keys.size();
+}
+
+bool same_incrs(const std::vector<Incr>& a, const std::vector<Incr>& b) {
+    if (a.size() != b.size()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        if (a[i].key != b[i].key || a[i].delta != b[i].delta || a[i].ttl != b[i].ttl) return false;
+    }
+    return true;
+}
+
+}  // namespace
+
+// ---- encoding ----
+
+TEST(AdmitScript, ArgsRoundTrip) {
+    const AdmissionPlan p = sample_plan();
+    std::vector<std::string> keys = {"stale"};
+    const std::vector<std::string> args = admit_script_args(p, keys);
+    EXPECT_EQ(keys, (std::vector<std::string>{"k:req:min", "k:tokin:day", "k:tokout:day", "k:req:min", "k:req:day",
+                                              "k:cost", "k:rej:day"}));
+    EXPECT_EQ(args, (std::vector<std::string>{"3", "1", "50", "1", "2", "9223372036854775807", "0", "0", "1", "0",
+                                              "3", "1", "120", "1", "3024000", "-7", "5", "1", "1", "3024000"}));
+    Decoded d;
+    ASSERT_TRUE(decode_args(keys, args, d));
+    ASSERT_EQ(d.checks.size(), p.checks.size());
+    for (std::size_t i = 0; i < p.checks.size(); ++i) {
+        EXPECT_EQ(d.checks[i].keys, p.checks[i].keys);
+        EXPECT_EQ(d.checks[i].limit, std::to_string(p.checks[i].limit));
+        EXPECT_EQ(d.checks[i].add, p.checks[i].add > 0 ? std::to_string(p.checks[i].add) : "0");
+    }
+    EXPECT_TRUE(same_incrs(d.admit, p.admit));
+    EXPECT_TRUE(same_incrs(d.reject, p.reject));
+}
+
+TEST(AdmitScript, ArgsOfARealPlan) {
+    Limits user;
+    user.requests_per_minute = 50;
+    user.tokens_per_day = 1000;
+    user.cost_per_month_micros = 2500000;
+    Limits group;
+    group.requests_per_day = 7;
+    const std::vector<Scope> scopes = {{"user", "alice", &user}, {"group", "eng", &group}, {"total", "", nullptr}};
+    const AdmissionPlan p = build_admission_plan(scopes, kNow, false);
+    std::vector<std::string> keys;
+    const std::vector<std::string> args = admit_script_args(p, keys);
+    Decoded d;
+    ASSERT_TRUE(decode_args(keys, args, d));
+    ASSERT_EQ(d.checks.size(), 4u);
+    EXPECT_EQ(d.checks[1].keys.size(), 2u);  // tokin + tokout
+    EXPECT_EQ(d.checks[1].add, "0");
+    EXPECT_EQ(d.checks[0].add, "1");
+    EXPECT_EQ(d.checks[2].limit, "2500000");
+    EXPECT_TRUE(same_incrs(d.admit, p.admit));
+    EXPECT_TRUE(same_incrs(d.reject, p.reject));
+    EXPECT_EQ(d.admit.size(), 12u);   // 3 scopes x 4 windows
+    EXPECT_EQ(d.reject.size(), 3u);   // rej of user, group, total
+
+    const std::vector<std::string> cmd = admit_command(p);
+    ASSERT_GE(cmd.size(), 3u);
+    EXPECT_EQ(cmd[0], "EVALSHA");
+    EXPECT_EQ(cmd[1], admit_script_sha1());
+    EXPECT_EQ(cmd[2], std::to_string(keys.size()));
+    EXPECT_EQ(std::vector<std::string>(cmd.begin() + 3, cmd.begin() + 3 + static_cast<long>(keys.size())), keys);
+    EXPECT_EQ(std::vector<std::string>(cmd.begin() + 3 + static_cast<long>(keys.size()), cmd.end()), args);
+    const std::vector<std::string> eval = admit_command(p, false);
+    EXPECT_EQ(eval[0], "EVAL");
+    EXPECT_EQ(eval[1], admit_script_source());
+    EXPECT_EQ(std::vector<std::string>(eval.begin() + 2, eval.end()), std::vector<std::string>(cmd.begin() + 2, cmd.end()));
+}
+
+TEST(AdmitScript, EmptyPlan) {
+    AdmissionPlan p;
+    std::vector<std::string> keys;
+    EXPECT_EQ(admit_script_args(p, keys), (std::vector<std::string>{"0", "0", "0"}));
+    EXPECT_TRUE(keys.empty());
+    EXPECT_EQ(admit_command(p), (std::vector<std::string>{"EVALSHA", admit_script_sha1(), "0", "0", "0", "0"}));
+}
+
+// ---- replies ----
+
+TEST(AdmitScript, DecodeAdmitted) {
+    const AdmissionPlan p = sample_plan();
+    AdmissionResult r;
+    r.admitted = false;
+    r.check_index = 7;
+    std::string err;
+    ASSERT_TRUE(decode_admit_reply(array({integer(0)}), p, r, err)) << err;
+    EXPECT_TRUE(r.admitted);
+    EXPECT_EQ(r.kind, ViolationKind::None);
+    EXPECT_EQ(r.check_index, -1);
+    EXPECT_EQ(r.retry_after, 0);
+    EXPECT_EQ(r.message, "");
+}
+
+TEST(AdmitScript, DecodeRejected) {
+    const AdmissionPlan p = sample_plan();
+    for (int i = 0; i < 3; ++i) {
+        AdmissionResult r;
+        std::string err;
+        ASSERT_TRUE(decode_admit_reply(array({integer(1), integer(i)}), p, r, err)) << err;
+        EXPECT_FALSE(r.admitted);
+        EXPECT_EQ(r.check_index, i);
+        EXPECT_EQ(r.kind, p.checks[static_cast<std::size_t>(i)].kind);
+        EXPECT_EQ(r.retry_after, p.checks[static_cast<std::size_t>(i)].retry_after);
+        EXPECT_EQ(r.message, p.checks[static_cast<std::size_t>(i)].message);
+    }
+}
+
+TEST(AdmitScript, DecodeBadReplies) {
+    const AdmissionPlan p = sample_plan();
+    const std::vector<RespValue> bad = {
+        RespValue{},                                    // nil
+        integer(0),                                     // not an array
+        text(T::String, "0"),
+        text(T::Status, "OK"),
+        array({}),
+        array({integer(2)}),
+        array({integer(1)}),                            // rejected without an index
+        array({integer(0), integer(0)}),
+        array({integer(1), integer(3)}),                // out of range
+        array({integer(1), integer(-1)}),
+        array({integer(1), integer(1), integer(1)}),
+        array({text(T::String, "0")}),
+        array({integer(1), text(T::String, "0")}),
+        array({text(T::Error, "ERR x")}),
+    };
+    for (const RespValue& v : bad) {
+        AdmissionResult r;
+        r.message = "untouched";
+        std::string err;
+        EXPECT_FALSE(decode_admit_reply(v, p, r, err));
+        EXPECT_FALSE(err.empty());
+        EXPECT_EQ(r.message, "untouched");
+    }
+    AdmissionResult r;
+    std::string err;
+    EXPECT_FALSE(decode_admit_reply(text(T::Error, "WRONGTYPE Operation against a key holding the wrong kind of value"),
+                                    p, r, err));
+    EXPECT_NE(err.find("WRONGTYPE"), std::string::npos) << err;
+    // a plan without checks can only be admitted
+    EXPECT_FALSE(decode_admit_reply(array({integer(1), integer(0)}), AdmissionPlan{}, r, err));
+}
+
+TEST(AdmitScript, NoscriptError) {
+    EXPECT_TRUE(is_noscript_error(text(T::Error, "NOSCRIPT No matching script. Please use EVAL.")));
+    EXPECT_FALSE(is_noscript_error(text(T::Error, "ERR unknown command")));
+    EXPECT_FALSE(is_noscript_error(text(T::Status, "NOSCRIPT")));
+    EXPECT_FALSE(is_noscript_error(text(T::Error, "NOSCR")));
+    EXPECT_FALSE(is_noscript_error(array({integer(0)})));
+}
+
+// ---- the script's identity ----
+
+TEST(AdmitScript, Sha1) {
+    const std::string sha = admit_script_sha1();
+    ASSERT_EQ(sha.size(), 40u);
+    for (char c : sha) EXPECT_TRUE((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')) << sha;
+    EXPECT_EQ(admit_script_sha1(), sha);
+    // independently: SHA1 of the source bytes
+    const std::string& src = admit_script_source();
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int len = 0;
+    ASSERT_EQ(EVP_Digest(src.data(), src.size(), md, &len, EVP_sha1(), nullptr), 1);
+    char hex[41];
+    for (unsigned int i = 0; i < len; ++i) std::snprintf(hex + 2 * i, 3, "%02x", md[i]);
+    EXPECT_EQ(sha, std::string(hex, 40));
+    EXPECT_EQ(&admit_script_source(), &src);
+    EXPECT_NE(src.find("redis.call"), std::string::npos);
+}
+
+// ---- the accounting batch ----
+
+TEST(AdmitScript, IncrCommands) {
+    const std::vector<Incr> in = {{"a", 5, 120}, {"b", -2, 3024000}};
+    EXPECT_EQ(incr_commands(in), (std::vector<std::vector<std::string>>{{"INCRBY", "a", "5"},
+                                                                        {"EXPIRE", "a", "120", "NX"},
+                                                                        {"INCRBY", "b", "-2"},
+                                                                        {"EXPIRE", "b", "3024000", "NX"}}));
+    EXPECT_EQ(incr_commands(in, false), (std::vector<std::vector<std::string>>{{"INCRBY", "a", "5"},
+                                                                               {"EXPIRE", "a", "120"},
+                                                                               {"INCRBY", "b", "-2"},
+                                                                               {"EXPIRE", "b", "3024000"}}));
+    EXPECT_TRUE(incr_commands({}).empty());
+}
+
+// ======================================================================
+// Against a real redis-server: LLMGW_REDIS_PORT=<port> on 127.0.0.1.
+// The tests use database 15 and flush it.
+// ======================================================================
+
+namespace {
+
+// A blocking client over a plain socket, speaking through RespReader and
+// resp_command (so the codec is exercised against the real server too).
+class Client {
+public:
+    ~Client() {
+        if (fd_ >= 0) ::close(fd_);
+    }
+    bool connect(int port, std::string& err) {
+        fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+        if (fd_ < 0) {
+            err = std::strerror(errno);
+            return false;
+        }
+        sockaddr_in sa{};
+        sa.sin_family = AF_INET;
+        sa.sin_port = htons(static_cast<std::uint16_t>(port));
+        sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        if (::connect(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) {
+            err = std::string("connect: ") + std::strerror(errno);
+            return false;
+        }
+        return true;
+    }
+    // Sends all commands at once, then reads one reply per command.
+    bool pipeline(const std::vector<std::vector<std::string>>& cmds, std::vector<RespValue>& out, std::string& err) {
+        std::string wire;
+        for (const auto& c : cmds) wire += resp_command(c);
+        std::size_t off = 0;
+        while (off < wire.size()) {
+            const ssize_t n = ::send(fd_, wire.data() + off, wire.size() - off, MSG_NOSIGNAL);
+            if (n <= 0) {
+                err = std::string("send: ") + std::strerror(errno);
+                return false;
+            }
+            off += static_cast<std::size_t>(n);
+        }
+        out.clear();
+        while (out.size() < cmds.size()) {
+            RespValue v;
+            const RespReader::Result r = reader_.next(v, err);
+            if (r == RespReader::Result::Error) return false;
+            if (r == RespReader::Result::Reply) {
+                out.push_back(std::move(v));
+                continue;
+            }
+            pollfd p{fd_, POLLIN, 0};
+            if (::poll(&p, 1, 10000) != 1) {
+                err = "timed out waiting for redis";
+                return false;
+            }
+            char buf[16384];
+            const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+            if (n <= 0) {
+                err = "redis closed the connection";
+                return false;
+            }
+            if (!reader_.feed(buf, static_cast<std::size_t>(n))) {
+                RespValue ignored;
+                reader_.next(ignored, err);
+                return false;
+            }
+        }
+        return true;
+    }
+    RespValue call(const std::vector<std::string>& argv) {
+        std::vector<RespValue> out;
+        std::string err;
+        if (!pipeline({argv}, out, err)) {
+            ADD_FAILURE() << argv[0] << ": " << err;
+            return text(T::Error, "transport: " + err);
+        }
+        return out[0];
+    }
+
+private:
+    int fd_ = -1;
+    RespReader reader_;
+};
+
+int redis_port() {
+    const char* p = std::getenv("LLMGW_REDIS_PORT");
+    if (p == nullptr || *p == '\0') return 0;
+    return std::atoi(p);
+}
+
+// The in-memory reference: execute_admission over a map, incr saturating
+// like the shared-memory store.
+class RefKv : public KvTxn {
+public:
+    std::map<std::string, std::int64_t> values;
+    std::int64_t get(const std::string& key) override {
+        const auto it = values.find(key);
+        return it == values.end() ? 0 : it->second;
+    }
+    bool incr(const std::string& key, std::int64_t delta, std::int64_t) override {
+        std::int64_t& v = values[key];
+        std::int64_t out = 0;
+        v = __builtin_add_overflow(v, delta, &out) ? (delta > 0 ? kMax : kMin) : out;
+        return true;
+    }
+};
+
+class AdmitScriptRedis : public ::testing::Test {
+protected:
+    void SetUp() override {
+        const int port = redis_port();
+        if (port == 0) GTEST_SKIP() << "LLMGW_REDIS_PORT is not set (t/30-redis-script.t sets it)";
+        std::string err;
+        ASSERT_TRUE(c_.connect(port, err)) << err;
+        ASSERT_EQ(c_.call({"SELECT", "15"}).type, T::Status);
+        ASSERT_EQ(c_.call({"FLUSHDB"}).type, T::Status);
+    }
+
+    // EVALSHA, falling back to EVAL on NOSCRIPT, as the module does.
+    bool admit(const AdmissionPlan& plan, AdmissionResult& r, std::string& err, bool* used_eval = nullptr) {
+        RespValue v = c_.call(admit_command(plan, true));
+        if (used_eval) *used_eval = false;
+        if (is_noscript_error(v)) {
+            if (used_eval) *used_eval = true;
+            v = c_.call(admit_command(plan, false));
+        }
+        return decode_admit_reply(v, plan, r, err);
+    }
+
+    AdmissionResult admit_ok(const AdmissionPlan& plan) {
+        AdmissionResult r;
+        std::string err;
+        EXPECT_TRUE(admit(plan, r, err)) << err;
+        return r;
+    }
+
+    std::int64_t get(const std::string& key) {
+        const RespValue v = c_.call({"GET", key});
+        if (v.type == T::Nil) return 0;
+        EXPECT_EQ(v.type, T::String) << key;
+        return std::stoll(v.str);
+    }
+
+    long long ttl(const std::string& key) { return c_.call({"TTL", key}).integer; }
+
+    Client c_;
+};
+
+std::string key(const char* kind, const char* id, const char* metric, Window w) {
+    return counter_key(kind, id, metric, w, bucket(w, kNow));
+}
+
+}  // namespace
+
+TEST_F(AdmitScriptRedis, ScriptLoadReturnsOurSha1) {
+    const RespValue v = c_.call({"SCRIPT", "LOAD", admit_script_source()});
+    ASSERT_EQ(v.type, T::String) << v.str;
+    EXPECT_EQ(v.str, admit_script_sha1());
+}
+
+TEST_F(AdmitScriptRedis, FiftyOfSixtyAdmittedWithRpm50) {
+    Limits user;
+    user.requests_per_minute = 50;
+    Limits group;  // counted, no limit
+    const std::vector<Scope> scopes = {{"user", "alice", &user}, {"group", "eng", &group}, {"total", "", nullptr}};
+    const AdmissionPlan plan = build_admission_plan(scopes, kNow, false);
+    ASSERT_EQ(plan.checks.size(), 1u);
+    int admitted = 0, rejected = 0;
+    for (int i = 0; i < 60; ++i) {
+        const AdmissionResult r = admit_ok(plan);
+        if (r.admitted) {
+            ++admitted;
+            EXPECT_EQ(rejected, 0) << "admitted after a rejection";
+        } else {
+            ++rejected;
+            EXPECT_EQ(r.check_index, 0);
+            EXPECT_EQ(r.kind, ViolationKind::RateLimit);
+            EXPECT_EQ(r.retry_after, plan.checks[0].retry_after);
+            EXPECT_EQ(r.message, "rate limit exceeded: user \"alice\" requestsPerMinute 50");
+        }
+    }
+    EXPECT_EQ(admitted, 50);
+    EXPECT_EQ(rejected, 10);
+    const std::pair<const char*, const char*> ids[] = {{"user", "alice"}, {"group", "eng"}, {"total", ""}};
+    for (const auto& [kind, id] : ids) {
+        for (int w = 0; w < kWindowCount; ++w) {
+            const std::string k = key(kind, id, "req", static_cast<Window>(w));
+            EXPECT_EQ(get(k), 50) << k;
+            const long long t = ttl(k);
+            EXPECT_GT(t, ttl_seconds(static_cast<Window>(w)) - 60) << k;
+            EXPECT_LE(t, ttl_seconds(static_cast<Window>(w))) << k;
+        }
+        const std::string rej = key(kind, id, "rej", Window::Day);
+        EXPECT_EQ(get(rej), 10) << rej;
+        EXPECT_GT(ttl(rej), ttl_seconds(Window::Day) - 60);
+    }
+}
+
+TEST_F(AdmitScriptRedis, Precedence) {
+    // user rpm 1 and group rpm 1: the user's check wins
+    Limits u1;
+    u1.requests_per_minute = 1;
+    Limits g1;
+    g1.requests_per_minute = 1;
+    const AdmissionPlan p1 =
+        build_admission_plan({{"user", "a", &u1}, {"group", "g", &g1}, {"total", "", nullptr}}, kNow, false);
+    EXPECT_TRUE(admit_ok(p1).admitted);
+    AdmissionResult r = admit_ok(p1);
+    EXPECT_FALSE(r.admitted);
+    EXPECT_EQ(r.check_index, 0);
+    EXPECT_EQ(r.message, "rate limit exceeded: user \"a\" requestsPerMinute 1");
+
+    // within a scope: rpm before rpd; rpd breached first when rpm has room
+    Limits u2;
+    u2.requests_per_minute = 5;
+    u2.requests_per_day = 1;
+    const AdmissionPlan p2 = build_admission_plan({{"user", "b", &u2}, {"group", "h", nullptr}}, kNow, false);
+    EXPECT_TRUE(admit_ok(p2).admitted);
+    r = admit_ok(p2);
+    EXPECT_FALSE(r.admitted);
+    EXPECT_EQ(r.check_index, 1);
+    EXPECT_EQ(r.message, "rate limit exceeded: user \"b\" requestsPerDay 1");
+
+    // group breached while the user has room: the group's check
+    Limits u3;
+    u3.requests_per_minute = 10;
+    Limits g3;
+    g3.requests_per_minute = 2;
+    const AdmissionPlan p3 = build_admission_plan({{"user", "c", &u3}, {"group", "k", &g3}}, kNow, false);
+    EXPECT_TRUE(admit_ok(p3).admitted);
+    EXPECT_TRUE(admit_ok(p3).admitted);
+    r = admit_ok(p3);
+    EXPECT_FALSE(r.admitted);
+    EXPECT_EQ(r.check_index, 1);
+    EXPECT_EQ(r.message, "rate limit exceeded: group \"k\" requestsPerMinute 2");
+    // the rejected request counted nowhere but in rej
+    EXPECT_EQ(get(key("user", "c", "req", Window::Min)), 2);
+    EXPECT_EQ(get(key("group", "k", "req", Window::Min)), 2);
+    EXPECT_EQ(get(key("user", "c", "rej", Window::Day)), 1);
+    EXPECT_EQ(get(key("group", "k", "rej", Window::Day)), 1);
+}
+
+TEST_F(AdmitScriptRedis, TokenBudgetSumsBothDirections) {
+    Limits u;
+    u.tokens_per_day = 100;
+    const AdmissionPlan p = build_admission_plan({{"user", "t", &u}}, kNow, false);
+    ASSERT_EQ(p.checks.size(), 1u);
+    ASSERT_EQ(p.checks[0].add, 0);
+    c_.call({"SET", key("user", "t", "tokin", Window::Day), "60"});
+    c_.call({"SET", key("user", "t", "tokout", Window::Day), "39"});
+    EXPECT_TRUE(admit_ok(p).admitted);  // 99 < 100
+    c_.call({"SET", key("user", "t", "tokout", Window::Day), "40"});
+    const AdmissionResult r = admit_ok(p);  // 100 >= 100
+    EXPECT_FALSE(r.admitted);
+    EXPECT_EQ(r.kind, ViolationKind::Budget);
+    EXPECT_EQ(r.message, "budget exceeded: user \"t\" tokensPerDay 100");
+}
+
+TEST_F(AdmitScriptRedis, ExactAbove2Pow53) {
+    // 2^53 + 1 is not a double: a double-based script would get these wrong.
+    AdmissionPlan p;
+    Check c;
+    c.keys = {"x:a"};
+    c.limit = 9007199254740994LL;  // 2^53 + 2
+    c.add = 1;
+    p.checks = {c};
+    p.admit = {{"x:ok", 1, 100}};
+    p.reject = {{"x:no", 1, 100}};
+    c_.call({"SET", "x:a", "9007199254740993"});  // + 1 = limit: admitted
+    EXPECT_TRUE(admit_ok(p).admitted);
+    c_.call({"SET", "x:a", "9007199254740994"});  // + 1 > limit: rejected
+    EXPECT_FALSE(admit_ok(p).admitted);
+
+    p.checks[0].limit = 9007199254740993LL;
+    p.checks[0].add = 0;
+    c_.call({"SET", "x:a", "9007199254740992"});  // < limit: admitted
+    EXPECT_TRUE(admit_ok(p).admitted);
+    c_.call({"SET", "x:a", "9007199254740993"});  // >= limit: rejected
+    EXPECT_FALSE(admit_ok(p).admitted);
+
+    // sums beyond int64
+    p.checks[0].keys = {"x:a", "x:b"};
+    p.checks[0].limit = kMax;
+    c_.call({"SET", "x:a", "9223372036854775807"});
+    c_.call({"SET", "x:b", "-1"});
+    EXPECT_TRUE(admit_ok(p).admitted);   // max - 1 < max
+    c_.call({"SET", "x:b", "5"});
+    EXPECT_FALSE(admit_ok(p).admitted);  // max + 5 >= max
+    c_.call({"SET", "x:a", "-9223372036854775808"});
+    c_.call({"SET", "x:b", "-9223372036854775808"});
+    EXPECT_TRUE(admit_ok(p).admitted);   // 2 * min < max
+    p.checks[0].limit = kMin;
+    EXPECT_TRUE(admit_ok(p).admitted);   // 2 * min < min: exact, no wrap-around
+    p.checks[0].keys = {"x:a"};
+    EXPECT_FALSE(admit_ok(p).admitted);  // min >= min
+}
+
+TEST_F(AdmitScriptRedis, SaturationKeepsTtl) {
+    AdmissionPlan p;
+    p.admit = {{"s:up", 5, 1000}, {"s:down", -5, 1000}};
+    c_.call({"SET", "s:up", "9223372036854775806", "EX", "100"});
+    c_.call({"SET", "s:down", "-9223372036854775807"});
+    EXPECT_TRUE(admit_ok(p).admitted);
+    EXPECT_EQ(get("s:up"), kMax);
+    EXPECT_EQ(get("s:down"), kMin);
+    EXPECT_LE(ttl("s:up"), 100);  // kept, not reset to 1000
+    EXPECT_GT(ttl("s:up"), 90);
+    EXPECT_GT(ttl("s:down"), 990);  // had none: set
+}
+
+TEST_F(AdmitScriptRedis, TtlSetOnceAndOnKeysWithout) {
+    AdmissionPlan p;
+    p.admit = {{"t:new", 1, 1000}, {"t:nottl", 1, 1000}, {"t:short", 1, 1000}};
+    c_.call({"SET", "t:nottl", "7"});
+    c_.call({"SET", "t:short", "7", "EX", "50"});
+    EXPECT_TRUE(admit_ok(p).admitted);
+    EXPECT_GT(ttl("t:new"), 990);
+    EXPECT_GT(ttl("t:nottl"), 990);
+    EXPECT_LE(ttl("t:short"), 50);
+    // a second increment does not push the TTL back
+    c_.call({"EXPIRE", "t:new", "500"});
+    EXPECT_TRUE(admit_ok(p).admitted);
+    EXPECT_LE(ttl("t:new"), 500);
+    EXPECT_EQ(get("t:new"), 2);
+    EXPECT_EQ(get("t:nottl"), 9);
+}
+
+TEST_F(AdmitScriptRedis, NoscriptFallsBackToEval) {
+    ASSERT_EQ(c_.call({"SCRIPT", "FLUSH"}).type, T::Status);
+    AdmissionPlan p;
+    p.admit = {{"n:a", 1, 100}};
+    const RespValue v = c_.call(admit_command(p, true));
+    EXPECT_TRUE(is_noscript_error(v)) << v.str;
+    AdmissionResult r;
+    std::string err;
+    bool used_eval = false;
+    ASSERT_TRUE(admit(p, r, err, &used_eval)) << err;
+    EXPECT_TRUE(used_eval);
+    EXPECT_TRUE(r.admitted);
+    // EVAL cached it: EVALSHA works now
+    ASSERT_TRUE(admit(p, r, err, &used_eval)) << err;
+    EXPECT_FALSE(used_eval);
+    EXPECT_EQ(get("n:a"), 2);
+}
+
+TEST_F(AdmitScriptRedis, BadCountersAreStoreErrors) {
+    AdmissionPlan p;
+    Check c;
+    c.keys = {"b:k"};
+    c.limit = 10;
+    c.add = 1;
+    p.checks = {c};
+    p.admit = {{"b:k", 1, 100}};
+    c_.call({"HSET", "b:k", "f", "v"});
+    AdmissionResult r;
+    std::string err;
+    EXPECT_FALSE(admit(p, r, err));
+    EXPECT_NE(err.find("WRONGTYPE"), std::string::npos) << err;
+    c_.call({"DEL", "b:k"});
+    c_.call({"SET", "b:k", "12abc"});
+    err.clear();
+    EXPECT_FALSE(admit(p, r, err));
+    EXPECT_NE(err.find("not an integer"), std::string::npos) << err;
+}
+
+TEST_F(AdmitScriptRedis, MatchesExecuteAdmission) {
+    // Random plans over a small key pool, run both in Redis and through
+    // execute_admission; results and every counter must agree.
+    std::mt19937_64 rng(20261121);
+    const std::vector<std::string> pool = {"d:0", "d:1", "d:2", "d:3", "d:4", "d:5"};
+    const std::int64_t big[] = {0,     1,         2,          5,         9007199254740991LL, 9007199254740992LL,
+                                9007199254740993LL, 4611686018427387904LL, kMax - 1, kMax, -1, -9007199254740993LL,
+                                kMin,  kMin + 1};
+    auto pick = [&](std::size_t n) { return static_cast<std::size_t>(rng() % n); };
+    auto any_value = [&]() -> std::int64_t {
+        if (rng() % 3 == 0) return big[pick(sizeof big / sizeof big[0])];
+        return static_cast<std::int64_t>(rng() % 25) - 3;
+    };
+    RefKv ref;
+    int admitted = 0, rejected = 0;
+    for (int round = 0; round < 400; ++round) {
+        if (rng() % 10 == 0) {  // poke a counter directly in both stores
+            const std::string& k = pool[pick(pool.size())];
+            const std::int64_t v = any_value();
+            ref.values[k] = v;
+            ASSERT_EQ(c_.call({"SET", k, std::to_string(v)}).type, T::Status);
+        }
+        AdmissionPlan p;
+        const std::size_t nchecks = pick(4);
+        for (std::size_t i = 0; i < nchecks; ++i) {
+            Check c;
+            for (std::size_t j = pick(3); j > 0; --j) c.keys.push_back(pool[pick(pool.size())]);
+            c.limit = any_value();
+            c.add = static_cast<std::int64_t>(rng() % 4) - 1;  // -1, 0, 1, 2
+            c.kind = rng() % 2 ? ViolationKind::RateLimit : ViolationKind::Budget;
+            c.retry_after = static_cast<std::int64_t>(i) + 1;
+            c.message = "check " + std::to_string(i);
+            p.checks.push_back(c);
+        }
+        for (std::size_t i = pick(4); i > 0; --i) {
+            p.admit.push_back({pool[pick(pool.size())], rng() % 8 == 0 ? any_value() : 1, 1000});
+        }
+        for (std::size_t i = pick(3); i > 0; --i) {
+            p.reject.push_back({pool[pick(pool.size())], rng() % 8 == 0 ? any_value() : 1, 1000});
+        }
+        AdmissionResult want;
+        ASSERT_TRUE(execute_admission(ref, p, want));
+        AdmissionResult got;
+        std::string err;
+        ASSERT_TRUE(admit(p, got, err)) << "round " << round << ": " << err;
+        ASSERT_EQ(got.admitted, want.admitted) << "round " << round;
+        ASSERT_EQ(got.check_index, want.check_index) << "round " << round;
+        EXPECT_EQ(got.kind, want.kind);
+        EXPECT_EQ(got.retry_after, want.retry_after);
+        EXPECT_EQ(got.message, want.message);
+        (got.admitted ? admitted : rejected)++;
+        for (const std::string& k : pool) ASSERT_EQ(get(k), ref.get(k)) << "round " << round << " key " << k;
+    }
+    EXPECT_GT(admitted, 50);
+    EXPECT_GT(rejected, 50);
+}
+
+TEST_F(AdmitScriptRedis, IncrCommandsPipeline) {
+    const RespValue info = c_.call({"INFO", "server"});
+    const std::size_t at = info.str.find("redis_version:");
+    ASSERT_NE(at, std::string::npos);
+    const int major = std::atoi(info.str.c_str() + at + 14);
+    const std::vector<Incr> in = {{"i:a", 5, 1000}, {"i:b", 2, 2000}, {"i:a", 1, 1000}};
+    std::vector<RespValue> out;
+    std::string err;
+    if (major >= 7) {
+        ASSERT_TRUE(c_.pipeline(incr_commands(in), out, err)) << err;
+        ASSERT_EQ(out.size(), 6u);
+        EXPECT_EQ(out[0].integer, 5);
+        EXPECT_EQ(out[1].integer, 1);  // TTL set
+        EXPECT_EQ(out[2].integer, 2);
+        EXPECT_EQ(out[3].integer, 1);
+        EXPECT_EQ(out[4].integer, 6);
+        EXPECT_EQ(out[5].integer, 0);  // already had one
+        c_.call({"EXPIRE", "i:a", "30"});
+        ASSERT_TRUE(c_.pipeline(incr_commands(in), out, err)) << err;
+        for (const RespValue& v : out) EXPECT_EQ(v.type, T::Integer);
+        EXPECT_EQ(get("i:a"), 12);
+        EXPECT_EQ(get("i:b"), 4);
+        EXPECT_LE(ttl("i:a"), 30);  // NX: not pushed back
+        EXPECT_GT(ttl("i:b"), 1990);
+    }
+    // plain EXPIRE (servers before 7.0) refreshes the TTL
+    c_.call({"EXPIRE", "i:a", "30"});
+    ASSERT_TRUE(c_.pipeline(incr_commands(in, false), out, err)) << err;
+    ASSERT_EQ(out.size(), 6u);
+    for (const RespValue& v : out) EXPECT_EQ(v.type, T::Integer);
+    EXPECT_GT(ttl("i:a"), 990);
+}
+
+TEST_F(AdmitScriptRedis, ReaderRefusesLongAndNestedReplies) {
+    // MGET of 1025 keys: one array too many
+    std::vector<std::string> mget = {"MGET"};
+    for (int i = 0; i < 1025; ++i) mget.push_back("m:" + std::to_string(i));
+    std::vector<RespValue> out;
+    std::string err;
+    {
+        Client c;
+        ASSERT_TRUE(c.connect(redis_port(), err)) << err;
+        std::vector<std::string> ok_mget(mget.begin(), mget.end() - 1);
+        ASSERT_TRUE(c.pipeline({ok_mget}, out, err)) << err;
+        EXPECT_EQ(out[0].elements.size(), 1024u);
+        EXPECT_FALSE(c.pipeline({mget}, out, err));
+        EXPECT_EQ(err, "store reply array too long (1025 > 1024)");
+    }
+    {
+        Client c;
+        ASSERT_TRUE(c.connect(redis_port(), err)) << err;
+        EXPECT_FALSE(c.pipeline({{"EVAL", "return {1, {2}}", "0"}}, out, err));
+        EXPECT_EQ(err, "nested array in store reply");
+    }
+}
