@@ -182,6 +182,92 @@ ngx_int_t usage(ngx_http_request_t* r, RequestCtx* ctx) {
     return wait->rc;
 }
 
+void append_str(std::string& out, const char* name, std::string_view v) {
+    out += '"';
+    out += name;
+    out += "\":\"";
+    json_escape_append(out, v);
+    out += "\",";
+}
+
+// Configuration and health of this replica. Secrets are never included:
+// providers show how their key was given (env:NAME, file:/path, literal),
+// the store its redacted URL.
+ngx_int_t overview(ngx_http_request_t* r, RequestCtx* ctx) {
+    MainConf* mcf = main_conf(r);
+    const GatewayState& st = *mcf->state;
+    std::string out = "{";
+    append_str(out, "replica", st.replica);
+    if (!st.instance.empty()) append_str(out, "instance", st.instance);
+    out += "\"providers\":[";
+    bool first = true;
+    for (const auto& p : st.config.providers()) {
+        if (!first) out += ',';
+        first = false;
+        out += '{';
+        append_str(out, "name", p.name);
+        append_str(out, "type", provider_type_name(p.type));
+        append_str(out, "location", p.location);
+        append_str(out, "key", p.key.empty() ? std::string("none") : p.key_ref);
+        out += "\"models\":[";
+        for (std::size_t i = 0; i < p.models.size(); ++i) {
+            if (i) out += ',';
+            out += '"';
+            json_escape_append(out, p.models[i]);
+            out += '"';
+        }
+        out += "],\"default\":";
+        out += p.is_default ? "true" : "false";
+        out += '}';
+    }
+    out += "],\"groups\":[";
+    first = true;
+    for (const auto& g : ctx->directory->groups()) {
+        if (!first) out += ',';
+        first = false;
+        out += '"';
+        json_escape_append(out, g.name);
+        out += '"';
+    }
+    out += "],\"users\":";
+    out += std::to_string(ctx->directory->users().size());
+    out += ",\"store\":{";
+    if (st.store) {
+        const StoreLatch& l = st.store->latch;
+        append_str(out, "type", "redis");
+        append_str(out, "url", st.store->redacted_url);
+        out += "\"up\":";
+        out += l.open() ? "false" : "true";
+        out += ",\"failOpen\":";
+        out += st.store->fail_open ? "true" : "false";
+        out += ",\"lastError\":";
+        if (l.has_error()) {
+            out += '"';
+            json_escape_append(out, l.last_error());
+            out += "\",\"lastErrorTime\":";
+            append_time(out, l.last_error_time_ms() / 1000);
+        } else {
+            out += "null,\"lastErrorTime\":null";
+        }
+        out += ",\"telemetryDropped\":" + std::to_string(st.store->telemetry_dropped);
+    } else {
+        append_str(out, "type", "shm");
+        out += "\"up\":true";
+    }
+    out += "},\"pricing\":{\"builtinDate\":\"";
+    json_escape_append(out, PriceTable::builtin_date());
+    out += "\",\"models\":" + std::to_string(st.prices.size());
+    out += ",\"allowUnpriced\":";
+    out += mcf->allow_unpriced ? "true" : "false";
+    out += "},\"features\":{\"usersFile\":";
+    out += st.users_file.empty() ? "false" : "true";
+    out += ",\"sharedStore\":";
+    out += st.store ? "true" : "false";
+    out += "},\"warnings\":[]}";
+    if (secure_headers(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    return send_json(r, NGX_HTTP_OK, out);
+}
+
 const char kShell[] =
     "<!doctype html><html><head><meta charset=\"utf-8\"><title>LLM gateway</title></head><body>"
     "<h1>LLM gateway</h1><p>The admin API is under <code>admin/api/</code>; send an admin key in "
@@ -216,6 +302,7 @@ ngx_int_t admin_handler(ngx_http_request_t* r, RequestCtx* ctx) {
     switch (ctx->route) {
     case Route::AdminShell: return shell(r);
     case Route::AdminUsage: return usage(r, ctx);
+    case Route::AdminOverview: return overview(r, ctx);
     default: break;
     }
     return send_error(r, NGX_HTTP_NOT_FOUND, "Unknown request URL", "invalid_request_error", "unknown_url");

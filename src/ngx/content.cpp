@@ -55,6 +55,7 @@ ngx_int_t content(ngx_http_request_t* r) {
         return start_provider_call(r, ctx);
     case Route::AdminShell:
     case Route::AdminUsage:
+    case Route::AdminOverview:
         return admin_handler(r, ctx);
     case Route::None:
         break;
@@ -75,6 +76,7 @@ Route classify(ngx_http_request_t* r, ngx_uint_t mode) {
     if (mode == kModeAdmin) {
         if (ends_with(uri, "/admin") || ends_with(uri, "/admin/")) return Route::AdminShell;
         if (ends_with(uri, "/admin/api/usage")) return Route::AdminUsage;
+        if (ends_with(uri, "/admin/api/overview")) return Route::AdminOverview;
         return Route::None;
     }
     return Route::None;
@@ -87,6 +89,7 @@ const char* route_name(Route route) {
     case Route::Models: return "models";
     case Route::AdminShell: return "admin";
     case Route::AdminUsage: return "admin/api/usage";
+    case Route::AdminOverview: return "admin/api/overview";
     case Route::None: break;
     }
     return "unknown";

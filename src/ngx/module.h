@@ -28,6 +28,7 @@ enum class Route {
     Models,
     AdminShell,
     AdminUsage,
+    AdminOverview,
 };
 
 // Everything C++ the main conf owns; lives in cf->pool, destroyed by a pool

@@ -1,5 +1,6 @@
 #include "ngx/redis_conn.h"
 
+#include <arpa/inet.h>
 #include <sys/socket.h>
 
 namespace llmgw {
@@ -128,14 +129,31 @@ void RedisConn::on_connected() {
 }
 
 #if (NGX_SSL)
+bool RedisConn::is_ip_literal(const std::string& host) {
+    unsigned char buf[sizeof(struct in6_addr)];
+    return inet_pton(AF_INET, host.c_str(), buf) == 1 || inet_pton(AF_INET6, host.c_str(), buf) == 1;
+}
+
+// The certificate names the host: a DNS name (nginx's check) or, for an
+// address, an IP subjectAltName.
+bool RedisConn::certificate_matches(ngx_connection_t* c) const {
+    std::string name(reinterpret_cast<char*>(s_.tls_name.data), s_.tls_name.len);
+    if (!is_ip_literal(name)) return ngx_ssl_check_host(c, const_cast<ngx_str_t*>(&s_.tls_name)) == NGX_OK;
+    X509* cert = SSL_get_peer_certificate(c->ssl->connection);
+    if (cert == nullptr) return false;
+    bool ok = X509_check_ip_asc(cert, name.c_str(), 0) == 1;
+    X509_free(cert);
+    return ok;
+}
+
 void RedisConn::start_tls() {
     if (ngx_ssl_create_connection(s_.ssl, c_, NGX_SSL_BUFFER | NGX_SSL_CLIENT) != NGX_OK) {
         fail("TLS setup failed");
         return;
     }
-    if (s_.tls_name.len) {
-        std::string sni(reinterpret_cast<char*>(s_.tls_name.data), s_.tls_name.len);
-        SSL_set_tlsext_host_name(c_->ssl->connection, sni.c_str());
+    std::string name(reinterpret_cast<char*>(s_.tls_name.data), s_.tls_name.len);
+    if (!name.empty() && !is_ip_literal(name)) {   // SNI carries host names only (RFC 6066)
+        SSL_set_tlsext_host_name(c_->ssl->connection, name.c_str());
     }
     ngx_int_t rc = ngx_ssl_handshake(c_);
     if (rc == NGX_AGAIN) {
@@ -163,7 +181,7 @@ void RedisConn::tls_done(ngx_connection_t* c) {
             self->post_callbacks();
             return;
         }
-        if (ngx_ssl_check_host(c, const_cast<ngx_str_t*>(&self->s_.tls_name)) != NGX_OK) {
+        if (!self->certificate_matches(c)) {
             self->fail("store certificate does not match the host name");
             self->post_callbacks();
             return;

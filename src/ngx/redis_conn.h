@@ -55,6 +55,8 @@ private:
     void connect();
     void on_connected();
     void start_tls();
+    bool certificate_matches(ngx_connection_t* c) const;
+    static bool is_ip_literal(const std::string& host);
     static void tls_done(ngx_connection_t* c);
     void ready();
     void flush();

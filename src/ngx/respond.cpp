@@ -8,11 +8,14 @@ std::string_view sv(const ngx_str_t& s) {
     return {reinterpret_cast<const char*>(s.data), s.len};
 }
 
+// NUL-terminated too (not counted in len): nginx hands some strings, such as
+// certificate paths, to C APIs.
 ngx_str_t pstr(ngx_pool_t* pool, std::string_view s) {
     ngx_str_t out{0, nullptr};
-    auto* p = static_cast<u_char*>(ngx_pnalloc(pool, s.size() ? s.size() : 1));
+    auto* p = static_cast<u_char*>(ngx_pnalloc(pool, s.size() + 1));
     if (p == nullptr) return out;
     ngx_memcpy(p, s.data(), s.size());
+    p[s.size()] = '\0';
     out.data = p;
     out.len = s.size();
     return out;
