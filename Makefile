@@ -39,11 +39,12 @@ deps:
 SRC_LIST := $(CORE_SRCS) $(NGX_SRCS)
 $(shell mkdir -p $(BUILD); echo '$(SRC_LIST)' | cmp -s - $(BUILD)/sources.list || echo '$(SRC_LIST)' > $(BUILD)/sources.list)
 
-$(NGX_BUILD)/Makefile: config $(CONF_FLAGS_FILE) $(BUILD)/sources.list
+$(NGX_BUILD)/Makefile: config $(wildcard $(CONF_FLAGS_FILE)) $(BUILD)/sources.list
 	@rm -rf $(NGX_BUILD) && mkdir -p $(NGX_BUILD)
 	@cp -a $(NGINX_SRC)/. $(NGX_BUILD)/
 	@cd $(NGX_BUILD) && if [ -f conf_flags ]; then . ./conf_flags; else NGX_CONF_FLAGS=(--with-compat --with-http_ssl_module); fi; \
-	  ./configure "$${NGX_CONF_FLAGS[@]}" --with-cc-opt="-O2 -fstack-protector-strong" \
+	  CONFIGURE=./configure; [ -x ./configure ] || CONFIGURE=auto/configure; \
+	  $$CONFIGURE "$${NGX_CONF_FLAGS[@]}" --with-cc-opt="-O2 -fstack-protector-strong" \
 	     --add-dynamic-module=$(CURDIR) > configure.log 2>&1 || { tail -30 configure.log; exit 1; }
 
 $(MODULE): $(NGX_BUILD)/Makefile $(CORE_SRCS) $(CORE_HDRS) $(NGX_SRCS) $(NGX_HDRS)
