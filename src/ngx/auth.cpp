@@ -2,14 +2,11 @@
 // credentials (stripped before any provider call).
 #include <strings.h>
 
+#include "ngx/headers.h"
 #include "ngx/module.h"
 
 namespace llmgw {
 namespace {
-
-bool ieq(const ngx_str_t& a, std::string_view b) {
-    return a.len == b.size() && ngx_strncasecmp(a.data, reinterpret_cast<u_char*>(const_cast<char*>(b.data())), a.len) == 0;
-}
 
 std::string_view trim(std::string_view s) {
     while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
@@ -25,18 +22,13 @@ std::string_view presented_key(ngx_http_request_t* r) {
         std::string_view v = trim(sv(a->value));
         if (v.size() > 7 && strncasecmp(v.data(), "bearer ", 7) == 0) return trim(v.substr(7));
     }
-    ngx_list_part_t* part = &r->headers_in.headers.part;
-    auto* h = static_cast<ngx_table_elt_t*>(part->elts);
-    for (ngx_uint_t i = 0;; ++i) {
-        if (i >= part->nelts) {
-            if (part->next == nullptr) break;
-            part = part->next;
-            h = static_cast<ngx_table_elt_t*>(part->elts);
-            i = 0;
-        }
-        if (ieq(h[i].key, "x-api-key")) return trim(sv(h[i].value));
-    }
-    return {};
+    std::string_view key;
+    for_each_header(r->headers_in.headers, [&](const ngx_table_elt_t& h) {
+        if (!header_name_is(h.key, "x-api-key")) return true;
+        key = trim(sv(h.value));
+        return false;
+    });
+    return key;
 }
 
 // Every header the gateway accepts as a credential, credentials of other
@@ -47,7 +39,7 @@ bool is_credential_header(const ngx_table_elt_t& h) {
         "openai-organization", "openai-project", "anthropic-api-key",
     };
     for (std::string_view n : names) {
-        if (ieq(h.key, n)) return true;
+        if (header_name_is(h.key, n)) return true;
     }
     return false;
 }

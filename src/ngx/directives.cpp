@@ -4,27 +4,14 @@
 #include <cstring>
 
 #include "core/secret.h"
+#include "ngx/conf_util.h"
 #include "ngx/module.h"
 
 namespace llmgw {
 namespace {
 
-char* conf_error(ngx_conf_t* cf, const std::string& msg) {
-    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "%s", msg.c_str());
-    return static_cast<char*>(NGX_CONF_ERROR);
-}
-
-std::string where(ngx_conf_t* cf) {
-    std::string w(reinterpret_cast<const char*>(cf->conf_file->file.name.data), cf->conf_file->file.name.len);
-    w += ':';
-    w += std::to_string(cf->conf_file->line);
-    return w;
-}
-
-std::string_view arg(ngx_conf_t* cf, ngx_uint_t i) {
-    auto* v = static_cast<ngx_str_t*>(cf->args->elts);
-    return sv(v[i]);
-}
+std::string where(ngx_conf_t* cf) { return conf_where(cf); }
+std::string_view arg(ngx_conf_t* cf, ngx_uint_t i) { return conf_arg(cf, i); }
 
 // "name=value" -> (name, value); a bare word -> (word, "") with has_eq false.
 struct Param {
@@ -70,11 +57,7 @@ bool try_limit(ngx_conf_t* cf, Limits& limits, const Param& p, char** rv) {
 }
 
 char* guarded(ngx_conf_t* cf, char* (*fn)(ngx_conf_t*, GatewayState*), void* conf) {
-    try {
-        return fn(cf, static_cast<MainConf*>(conf)->state);
-    } catch (const std::exception& e) {
-        return conf_error(cf, std::string("llm_gateway: ") + e.what());
-    }
+    return guarded_setter(cf, fn, static_cast<MainConf*>(conf)->state);
 }
 
 char* provider(ngx_conf_t* cf, GatewayState* st) {
@@ -266,24 +249,11 @@ char* users_file(ngx_conf_t* cf, MainConf* mcf) {
 }  // namespace
 
 char* set_zone(ngx_conf_t* cf, ngx_command_t*, void* conf) {
-    try {
-        return zone(cf, static_cast<MainConf*>(conf));
-    } catch (const std::exception& e) {
-        return conf_error(cf, std::string("llm_gateway: ") + e.what());
-    }
+    return guarded_setter(cf, zone, static_cast<MainConf*>(conf));
 }
 char* set_price(ngx_conf_t* cf, ngx_command_t*, void* conf) { return guarded(cf, price, conf); }
 char* set_users_file(ngx_conf_t* cf, ngx_command_t*, void* conf) {
-    try {
-        return users_file(cf, static_cast<MainConf*>(conf));
-    } catch (const std::exception& e) {
-        return conf_error(cf, std::string("llm_gateway: ") + e.what());
-    }
-}
-
-GatewayState* state_of(ngx_conf_t* cf) {
-    auto* mcf = static_cast<MainConf*>(ngx_http_conf_get_module_main_conf(cf, ngx_http_llm_gateway_module));
-    return mcf->state;
+    return guarded_setter(cf, users_file, static_cast<MainConf*>(conf));
 }
 
 char* set_provider(ngx_conf_t* cf, ngx_command_t*, void* conf) { return guarded(cf, provider, conf); }

@@ -188,6 +188,5 @@ char* set_users_file(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
 char* set_store(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
 char* set_replica(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
 char* set_instance(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
-GatewayState* state_of(ngx_conf_t* cf);
 
 }  // namespace llmgw

@@ -4,6 +4,7 @@
 // usage), upstream errors in a documented form. The same filters turn
 // nginx's own HTML error pages in gateway locations into the error envelope.
 #include "core/envelope.h"
+#include "ngx/headers.h"
 #include "ngx/module.h"
 
 namespace llmgw {
@@ -20,14 +21,6 @@ struct SubCtx {
     RequestCtx* ctx;
 };
 
-bool ieq(const ngx_str_t& a, std::string_view b) {
-    return a.len == b.size() && ngx_strncasecmp(a.data, reinterpret_cast<u_char*>(const_cast<char*>(b.data())), a.len) == 0;
-}
-
-bool starts_with_ci(const ngx_str_t& a, std::string_view b) {
-    return a.len >= b.size() && ngx_strncasecmp(a.data, reinterpret_cast<u_char*>(const_cast<char*>(b.data())), b.size()) == 0;
-}
-
 // ---------------------------------------------------------------- subrequest
 
 bool hop_or_body_header(const ngx_table_elt_t& h) {
@@ -36,7 +29,7 @@ bool hop_or_body_header(const ngx_table_elt_t& h) {
         "connection",     "keep-alive",        "te",           "upgrade",         "host",
     };
     for (std::string_view n : names) {
-        if (ieq(h.key, n)) return true;
+        if (header_name_is(h.key, n)) return true;
     }
     return false;
 }
@@ -59,20 +52,15 @@ ngx_int_t build_sr_headers(ngx_http_request_t* r, ngx_http_request_t* sr, const 
     ngx_http_headers_in_t& hi = sr->headers_in;
     if (ngx_list_init(&hi.headers, r->pool, 16, sizeof(ngx_table_elt_t)) != NGX_OK) return NGX_ERROR;
 
-    ngx_list_part_t* part = &r->headers_in.headers.part;
-    auto* h = static_cast<ngx_table_elt_t*>(part->elts);
-    for (ngx_uint_t i = 0;; ++i) {
-        if (i >= part->nelts) {
-            if (part->next == nullptr) break;
-            part = part->next;
-            h = static_cast<ngx_table_elt_t*>(part->elts);
-            i = 0;
-        }
-        if (is_credential_header(h[i]) || hop_or_body_header(h[i])) continue;
+    bool ok = true;
+    for_each_header(r->headers_in.headers, [&](const ngx_table_elt_t& h) {
+        if (is_credential_header(h) || hop_or_body_header(h)) return true;
         auto* copy = static_cast<ngx_table_elt_t*>(ngx_list_push(&hi.headers));
-        if (copy == nullptr) return NGX_ERROR;
-        *copy = h[i];
-    }
+        if (copy == nullptr) return ok = false;
+        *copy = h;
+        return true;
+    });
+    if (!ok) return NGX_ERROR;
     hi.authorization = nullptr;
     hi.content_length = nullptr;
     hi.transfer_encoding = nullptr;
@@ -156,38 +144,26 @@ ngx_int_t emit(ngx_http_request_t* sr, RequestCtx* ctx, std::string_view data) {
 void copy_upstream_headers(ngx_http_request_t* sr, ngx_http_request_t* r) {
     static const std::string_view skip[] = {"content-length", "transfer-encoding", "connection", "keep-alive",
                                             "content-type",   "content-encoding",  "server",     "date"};
-    ngx_list_part_t* part = &sr->headers_out.headers.part;
-    auto* h = static_cast<ngx_table_elt_t*>(part->elts);
-    for (ngx_uint_t i = 0;; ++i) {
-        if (i >= part->nelts) {
-            if (part->next == nullptr) break;
-            part = part->next;
-            h = static_cast<ngx_table_elt_t*>(part->elts);
-            i = 0;
+    for_each_header(sr->headers_out.headers, [&](const ngx_table_elt_t& h) {
+        if (h.hash == 0) return true;
+        for (std::string_view n : skip) {
+            if (header_name_is(h.key, n)) return true;
         }
-        if (h[i].hash == 0) continue;
-        bool drop = false;
-        for (std::string_view n : skip) drop = drop || ieq(h[i].key, n);
-        if (drop) continue;
         auto* copy = static_cast<ngx_table_elt_t*>(ngx_list_push(&r->headers_out.headers));
-        if (copy == nullptr) return;
-        *copy = h[i];
-    }
+        if (copy == nullptr) return false;
+        *copy = h;
+        return true;
+    });
 }
 
 std::string find_header(ngx_http_request_t* sr, std::string_view name) {
-    ngx_list_part_t* part = &sr->headers_out.headers.part;
-    auto* h = static_cast<ngx_table_elt_t*>(part->elts);
-    for (ngx_uint_t i = 0;; ++i) {
-        if (i >= part->nelts) {
-            if (part->next == nullptr) break;
-            part = part->next;
-            h = static_cast<ngx_table_elt_t*>(part->elts);
-            i = 0;
-        }
-        if (h[i].hash != 0 && ieq(h[i].key, name)) return std::string(sv(h[i].value));
-    }
-    return {};
+    std::string value;
+    for_each_header(sr->headers_out.headers, [&](const ngx_table_elt_t& h) {
+        if (h.hash == 0 || !header_name_is(h.key, name)) return true;
+        value.assign(sv(h.value));
+        return false;
+    });
+    return value;
 }
 
 // ------------------------------------------------------------ subrequest side

@@ -1,17 +1,13 @@
 // llm_gateway_store, llm_gateway_replica, llm_gateway_instance: where the
 // counters live when several replicas share them, and who this replica is.
 #include "core/secret.h"
+#include "ngx/conf_util.h"
 #include "ngx/module.h"
 
 namespace llmgw {
 namespace {
 
-char* conf_error(ngx_conf_t* cf, const std::string& msg) {
-    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "%s", msg.c_str());
-    return static_cast<char*>(NGX_CONF_ERROR);
-}
-
-std::string_view arg(ngx_conf_t* cf, ngx_uint_t i) { return sv(static_cast<ngx_str_t*>(cf->args->elts)[i]); }
+std::string_view arg(ngx_conf_t* cf, ngx_uint_t i) { return conf_arg(cf, i); }
 
 ngx_str_t cfstr(ngx_conf_t* cf, const std::string& s) { return pstr(cf->pool, s); }
 
@@ -112,11 +108,7 @@ char* store(ngx_conf_t* cf, MainConf* mcf) {
 }  // namespace
 
 char* set_store(ngx_conf_t* cf, ngx_command_t*, void* conf) {
-    try {
-        return store(cf, static_cast<MainConf*>(conf));
-    } catch (const std::exception& e) {
-        return conf_error(cf, std::string("llm_gateway_store: ") + e.what());
-    }
+    return guarded_setter(cf, store, static_cast<MainConf*>(conf));
 }
 
 char* set_replica(ngx_conf_t* cf, ngx_command_t*, void* conf) {
