@@ -21,7 +21,12 @@ std::string quoted(std::string_view s) {
 
 std::string Directory::add_group(GroupConf g) {
     if (g.name.empty()) return "group name must not be empty";
-    if (group_by_name_.count(g.name)) return "duplicate group " + quoted(g.name);
+    auto it = group_by_name_.find(g.name);
+    if (it != group_by_name_.end()) {
+        if (!groups_[it->second].implicit) return "duplicate group " + quoted(g.name);
+        groups_[it->second] = std::move(g);   // a users file may give limits to a group inline users name
+        return "";
+    }
     group_by_name_.emplace(g.name, groups_.size());
     groups_.push_back(std::move(g));
     return "";
@@ -48,6 +53,7 @@ void Directory::close() {
             GroupConf g;
             g.name = u.group;
             g.where = u.where;
+            g.implicit = true;
             group_by_name_.emplace(g.name, groups_.size());
             groups_.push_back(std::move(g));
         }

@@ -30,6 +30,7 @@ struct GroupConf {
     std::string name;
     Limits limits;
     std::string where;
+    bool implicit = false;        // created because a user named it; a declaration replaces it
 };
 
 struct UserConf {

@@ -25,6 +25,10 @@ Param split_param(std::string_view a) {
     return {a.substr(0, eq), a.substr(eq + 1), true};
 }
 
+// A parameter as it may be shown in an error: its name only, since a
+// misspelt "key=" would otherwise print the key.
+std::string param_name(std::string_view a) { return std::string(a.substr(0, a.find('='))); }
+
 std::vector<std::string> split_list(std::string_view s) {
     std::vector<std::string> out;
     std::size_t start = 0;
@@ -88,7 +92,7 @@ char* provider(ngx_conf_t* cf, GatewayState* st) {
         } else if (prm.name == "default" && !prm.has_eq) {
             p.is_default = true;
         } else {
-            return conf_error(cf, "invalid parameter \"" + std::string(arg(cf, i)) + "\" of llm_gateway_provider");
+            return conf_error(cf, "invalid parameter \"" + param_name(arg(cf, i)) + "\" of llm_gateway_provider");
         }
     }
     if (!have_type) return conf_error(cf, "llm_gateway_provider \"" + p.name + "\" needs type=openai");
@@ -107,7 +111,7 @@ char* group(ngx_conf_t* cf, GatewayState* st) {
             if (rv) return rv;
             continue;
         }
-        return conf_error(cf, "invalid parameter \"" + std::string(arg(cf, i)) + "\" of llm_gateway_group");
+        return conf_error(cf, "invalid parameter \"" + param_name(arg(cf, i)) + "\" of llm_gateway_group");
     }
     std::string err = st->config.inline_directory().add_group(std::move(g));
     return err.empty() ? NGX_CONF_OK : conf_error(cf, err);
@@ -140,7 +144,7 @@ char* user(ngx_conf_t* cf, GatewayState* st) {
         } else if (prm.has_eq && try_limit(cf, u.limits, prm, &rv)) {
             if (rv) return rv;
         } else {
-            return conf_error(cf, "invalid parameter \"" + std::string(arg(cf, i)) + "\" of llm_gateway_user");
+            return conf_error(cf, "invalid parameter \"" + param_name(arg(cf, i)) + "\" of llm_gateway_user");
         }
     }
     if (!have_key) return conf_error(cf, "llm_gateway_user \"" + u.name + "\" needs key= or key_sha256=");
@@ -211,7 +215,7 @@ char* price(ngx_conf_t* cf, GatewayState* st) {
             (prm.name == "input" ? have_in : have_out) = true;
             continue;
         }
-        return conf_error(cf, "invalid parameter \"" + std::string(arg(cf, i)) + "\" of llm_gateway_price");
+        return conf_error(cf, "invalid parameter \"" + param_name(arg(cf, i)) + "\" of llm_gateway_price");
     }
     if (is_free) {
         st->prices.set_free(model);
@@ -241,7 +245,7 @@ char* users_file(ngx_conf_t* cf, MainConf* mcf) {
             mcf->users_file_interval = ms;
             continue;
         }
-        return conf_error(cf, "invalid parameter \"" + std::string(arg(cf, i)) + "\" of llm_gateway_users_file");
+        return conf_error(cf, "invalid parameter \"" + param_name(arg(cf, i)) + "\" of llm_gateway_users_file");
     }
     return NGX_CONF_OK;
 }

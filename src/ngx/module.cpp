@@ -136,9 +136,14 @@ char* merge_loc_conf(ngx_conf_t* cf, void* parent, void* child) {
 
 ngx_int_t postconfiguration(ngx_conf_t* cf) {
     auto* cmcf = static_cast<ngx_http_core_main_conf_t*>(ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module));
-    auto* h = static_cast<ngx_http_handler_pt*>(ngx_array_push(&cmcf->phases[NGX_HTTP_ACCESS_PHASE].handlers));
-    if (h == nullptr) return NGX_ERROR;
-    *h = access_handler;
+    // nginx runs a phase's handlers last-registered first; putting ours at
+    // the front of the array makes it run after allow/deny, auth_basic and
+    // auth_request, so a request they refuse is never counted.
+    ngx_array_t& handlers = cmcf->phases[NGX_HTTP_ACCESS_PHASE].handlers;
+    if (ngx_array_push(&handlers) == nullptr) return NGX_ERROR;
+    auto* h = static_cast<ngx_http_handler_pt*>(handlers.elts);
+    ngx_memmove(h + 1, h, (handlers.nelts - 1) * sizeof(ngx_http_handler_pt));
+    h[0] = access_handler;
     return init_filters(cf);
 }
 

@@ -141,7 +141,7 @@ ngx_int_t emit(ngx_http_request_t* sr, RequestCtx* ctx, std::string_view data) {
     return rc;
 }
 
-void copy_upstream_headers(ngx_http_request_t* sr, ngx_http_request_t* r) {
+void copy_upstream_headers(ngx_http_request_t* sr, ngx_http_request_t* r, bool sse) {
     static const std::string_view skip[] = {"content-length", "transfer-encoding", "connection", "keep-alive",
                                             "content-type",   "content-encoding",  "server",     "date"};
     for_each_header(sr->headers_out.headers, [&](const ngx_table_elt_t& h) {
@@ -149,6 +149,7 @@ void copy_upstream_headers(ngx_http_request_t* sr, ngx_http_request_t* r) {
         for (std::string_view n : skip) {
             if (header_name_is(h.key, n)) return true;
         }
+        if (sse && header_name_is(h.key, "cache-control")) return true;   // the gateway sets its own
         auto* copy = static_cast<ngx_table_elt_t*>(ngx_list_push(&r->headers_out.headers));
         if (copy == nullptr) return false;
         *copy = h;
@@ -185,7 +186,7 @@ ngx_int_t sr_header_filter(ngx_http_request_t* sr, RequestCtx* ctx) {
     r->headers_out.content_type = sr->headers_out.content_type;
     r->headers_out.content_type_len = sr->headers_out.content_type_len;
     r->headers_out.content_type_lowcase = nullptr;
-    copy_upstream_headers(sr, r);
+    copy_upstream_headers(sr, r, ctx->relay == RequestCtx::Relay::Sse);
     if (ctx->relay == RequestCtx::Relay::Sse) {
         r->headers_out.content_length_n = -1;
         if (add_header(r, "Cache-Control", "no-cache") != NGX_OK) return NGX_ERROR;

@@ -11,6 +11,7 @@ namespace llmgw {
 namespace {
 
 constexpr std::int64_t kSweepInterval = 30;   // seconds
+constexpr std::int64_t kMaxTtl = 32 * 86400;    // longest life of an entry in shared memory
 
 struct Entry {
     ngx_rbtree_node_t node;    // node.key: crc32 of the key string
@@ -105,6 +106,7 @@ public:
     }
 
     bool raise(const std::string& key, std::int64_t value, std::int64_t ttl) {
+        if (ttl > kMaxTtl) ttl = kMaxTtl;
         Entry* e = find_or_create(key, ttl);
         if (e == nullptr) return false;
         if (value > e->value) e->value = value;
@@ -145,7 +147,7 @@ private:
     Entry* find_or_create(const std::string& key, std::int64_t ttl) {
         // Counters written here while a shared store is down carry its long
         // TTLs; shared memory keeps them at most 32 days.
-        if (ttl > 32 * 86400) ttl = 32 * 86400;
+        if (ttl > kMaxTtl) ttl = kMaxTtl;
         sweep(false);
         Entry* e = find(key);
         if (e != nullptr) {

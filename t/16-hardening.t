@@ -1,0 +1,81 @@
+#!/usr/bin/perl
+# Edges found while reviewing: a misspelt parameter never echoes a key in
+# nginx -t; allow/deny run before the gateway counts anything; a stream has
+# one Cache-Control; a users file may give limits to a group inline users name.
+
+use strict;
+use warnings;
+use lib 't/lib';
+use Gw;
+use GwConf;
+use File::Temp ();
+use Test::More;
+
+Gw::need_module();
+
+subtest 'a misspelt key= parameter is not echoed' => sub {
+    my $secret = 'sk-misspelt-secret-0f1e2d3c4b5a6978';
+    my $conf = GwConf::gateway(http => "llm_gateway_user alice kye=$secret;\n");
+    my ($exit, $out) = Gw::nginx_t($conf, vars => { MOCK => 1 });
+    isnt($exit, 0, 'nginx -t fails');
+    like($out, qr/\[emerg\] .*invalid parameter "kye" of llm_gateway_user in /, 'names the parameter');
+    ok(index($out, $secret) < 0, 'the value is not printed') or diag($out);
+};
+
+my $mock = Gw::Mock->start();
+
+subtest 'deny runs before the gateway: refused requests are not counted' => sub {
+    my $ng = Gw::Nginx->start(workers => 2, vars => { MOCK => $mock->port }, conf => GwConf::gateway(
+        http => "llm_gateway_user alice key=sk-alice-16 requests_per_minute=1;\n"
+              . "llm_gateway_user root key=sk-root-16 admin;\n",
+        server => "location /admin { llm_gateway_admin; }\n    location /v1/denied/ { deny all; llm_gateway; }",
+    ));
+    my $r = Gw::http('POST', $ng->url('/v1/denied/chat/completions'),
+                     headers => GwConf::bearer('sk-alice-16'), body => GwConf::chat_body('gpt-4o-mini'));
+    is($r->{status}, 403, 'deny answers 403');
+    is($r->{json}{error}{type}, 'invalid_request_error', 'in the gateway envelope');
+    $r = Gw::http('POST', $ng->url('/v1/denied/chat/completions'), body => GwConf::chat_body('gpt-4o-mini'));
+    is($r->{status}, 403, 'even without a key (deny comes first)');
+    unlike($ng->error_log, qr/authenticated user="alice"/, 'the gateway never saw the denied request');
+    $r = Gw::http('POST', $ng->url('/v1/chat/completions'),
+                  headers => GwConf::bearer('sk-alice-16'), body => GwConf::chat_body('gpt-4o-mini'));
+    is($r->{status}, 200, 'the one allowed request of the minute still passes: nothing was counted before');
+    my $u = Gw::http('GET', $ng->url('/admin/api/usage'), headers => { 'x-api-key' => 'sk-root-16' });
+    my ($alice) = grep { $_->{name} eq 'alice' } @{ $u->{json}{users} };
+    is($alice->{requestsPerMinute}, 1, 'alice counted once');
+    is($alice->{rejectionsPerDay}, 0, 'and never rejected');
+    $ng->stop;
+};
+
+subtest 'a stream carries one Cache-Control header' => sub {
+    my $ng = Gw::Nginx->start(workers => 2, vars => { MOCK => $mock->port }, conf => GwConf::gateway(
+        http => "llm_gateway_user alice key=sk-alice-16;\n"));
+    $mock->script({ headers => { 'cache-control' => 'no-cache, must-revalidate' },
+                    sse => ['data: {"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"x"}}]}',
+                            'data: [DONE]'] });
+    my $r = Gw::http('POST', $ng->url('/v1/chat/completions'), headers => GwConf::bearer('sk-alice-16'),
+                     body => GwConf::chat_body('gpt-4o-mini', stream => JSON::PP::true()));
+    is($r->{status}, 200, 'stream answered');
+    my $cc = $r->{headers}{'cache-control'};
+    ok(!ref $cc, 'one Cache-Control header') or diag(explain $cc);
+    is($cc, 'no-cache', 'the gateway\'s own value');
+    $ng->stop;
+};
+
+subtest 'a users file gives limits to the implicit default group' => sub {
+    my $dir = File::Temp::tempdir('llmgw-16-XXXXXX', TMPDIR => 1, CLEANUP => 1);
+    chmod 0755, $dir;
+    my $file = "$dir/users.json";
+    open my $fh, '>', $file or die $!;
+    print {$fh} '{"groups":[{"name":"default","limits":{"requestsPerMinute":1}}],"users":[]}';
+    close $fh;
+    chmod 0644, $file;
+    my $ng = Gw::Nginx->start(workers => 2, vars => { MOCK => $mock->port }, conf => GwConf::gateway(
+        http => "llm_gateway_user bob key=sk-bob-16;\nllm_gateway_users_file $file;\n"));
+    my @s = map { Gw::http('POST', $ng->url('/v1/chat/completions'), headers => GwConf::bearer('sk-bob-16'),
+                           body => GwConf::chat_body('gpt-4o-mini'))->{status} } 1 .. 2;
+    is_deeply(\@s, [200, 429], 'the file\'s limit on group "default" applies to the inline user');
+    $ng->stop;
+};
+
+done_testing;
