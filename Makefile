@@ -17,6 +17,8 @@ NGX_BUILD   := $(BUILD)/nginx
 CXX         ?= g++
 CXXFLAGS    ?= -std=c++17 -O2 -g -Wall -Wextra -Werror -Wshadow -fPIC
 PROVE_JOBS  ?= 2
+NGX_CC_OPT  ?= -O2 -fstack-protector-strong
+NGX_LD_OPT  ?=
 
 CORE_SRCS   := $(sort $(wildcard src/core/*.cpp))
 CORE_HDRS   := $(wildcard src/core/*.h src/core/*.def)
@@ -28,7 +30,7 @@ UNIT_SRCS   := $(sort $(wildcard t/unit/*.cpp))
 # module's signature matches /usr/sbin/nginx.
 CONF_FLAGS_FILE := $(NGINX_SRC)/conf_flags
 
-.PHONY: all module unit test integration run bench deps clean js
+.PHONY: all module unit test integration run bench deps clean js test-asan
 
 all: module
 
@@ -44,7 +46,7 @@ $(NGX_BUILD)/Makefile: config $(wildcard $(CONF_FLAGS_FILE)) $(BUILD)/sources.li
 	@cp -a $(NGINX_SRC)/. $(NGX_BUILD)/
 	@cd $(NGX_BUILD) && if [ -f conf_flags ]; then . ./conf_flags; else NGX_CONF_FLAGS=(--with-compat --with-http_ssl_module); fi; \
 	  CONFIGURE=./configure; [ -x ./configure ] || CONFIGURE=auto/configure; \
-	  $$CONFIGURE "$${NGX_CONF_FLAGS[@]}" --with-cc-opt="-O2 -fstack-protector-strong" \
+	  $$CONFIGURE "$${NGX_CONF_FLAGS[@]}" --with-cc-opt="$(NGX_CC_OPT)" --with-ld-opt="$(NGX_LD_OPT)" \
 	     --add-dynamic-module=$(CURDIR) > configure.log 2>&1 || { tail -30 configure.log; exit 1; }
 
 $(MODULE): $(NGX_BUILD)/Makefile $(CORE_SRCS) $(CORE_HDRS) $(NGX_SRCS) $(NGX_HDRS)
@@ -74,6 +76,20 @@ integration: module js
 test: deps
 	$(MAKE) --no-print-directory unit
 	$(MAKE) --no-print-directory integration
+
+# The integration suite against a module built with AddressSanitizer and
+# UndefinedBehaviorSanitizer, loaded into the stock nginx with libasan
+# preloaded; any sanitizer report in an error.log fails its test.
+ASAN_BUILD := $(BUILD)/asan
+test-asan: js
+	$(MAKE) --no-print-directory BUILD=$(ASAN_BUILD) module \
+	  NGX_CC_OPT="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined" \
+	  NGX_LD_OPT="-fsanitize=address,undefined"
+	LLMGW_MODULE=$(CURDIR)/$(ASAN_BUILD)/ngx_http_llm_gateway_module.so NGINX_BIN=$(NGINX_BIN) \
+	  LLMGW_NGINX_PRELOAD="$$($(CXX) -print-file-name=libasan.so) $$($(CXX) -print-file-name=libubsan.so)" \
+	  ASAN_OPTIONS=detect_leaks=0:abort_on_error=0:log_path=stderr \
+	  UBSAN_OPTIONS=print_stacktrace=1 \
+	  prove -j$(PROVE_JOBS) -r t/
 
 run: deps module
 	@scripts/run-example

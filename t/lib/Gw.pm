@@ -620,8 +620,10 @@ sub nginx_t {
     my ($text, $first) = _render_conf(%o, conf => $conf, vars => $vars);
     my $file = "$prefix/conf/nginx.conf";
     _spew($file, $text);
+    my %env = %{ $o{env} || {} };
+    $env{LD_PRELOAD} = $ENV{LLMGW_NGINX_PRELOAD} if $ENV{LLMGW_NGINX_PRELOAD};
     my $r = run([nginx_bin(), '-t', '-p', "$prefix/", '-c', $file],
-                env => $o{env}, timeout => $o{timeout} // 30);
+                env => \%env, timeout => $o{timeout} // 30);
     return ($r->{exit}, $r->{stdout} . $r->{stderr}, $file, $first);
 }
 
@@ -707,6 +709,8 @@ sub _launch {
         open STDOUT, '>', "$p/logs/startup.log";
         open STDERR, '>&', \*STDOUT;
         $ENV{$_} = $self->{opts}{env}{$_} for keys %{ $self->{opts}{env} || {} };
+        # make test-asan: the sanitizer runtimes for a module built with them
+        $ENV{LD_PRELOAD} = $ENV{LLMGW_NGINX_PRELOAD} if $ENV{LLMGW_NGINX_PRELOAD};
         exec { Gw::nginx_bin() } Gw::nginx_bin(), '-p', "$p/", '-c', $self->{conf_file}
             or do { print STDERR "exec " . Gw::nginx_bin() . ": $!\n"; POSIX::_exit(127) };
     }
