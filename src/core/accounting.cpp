@@ -31,6 +31,9 @@ void add_usage(std::vector<Incr>& out, const std::string& kind, const std::strin
 // no model scope.
 std::vector<Incr> build_accounting(const AccountingInput& in, std::time_t now, bool in_process) {
     std::vector<Incr> out;
+    // up to 3 metrics per scope (+ the model's req), 4 windows each, and room
+    // for the caller's provider counters
+    out.reserve((in.scopes.size() + 1) * 4 * kWindowCount + 16);
     for (const Scope& s : in.scopes) add_usage(out, s.kind, s.id, in, now, in_process);
     if (!in.model.empty()) {
         const std::string kind = "model";

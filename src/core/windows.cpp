@@ -118,7 +118,21 @@ bool parse_window(std::string_view s, Window& w) {
     return false;
 }
 
-std::string bucket(Window w, std::time_t now) { return format_bucket(w, to_civil(static_cast<std::int64_t>(now))); }
+// Buckets are asked for many times a second with the same time: remember the
+// last one per window (per thread; nginx workers are single-threaded).
+std::string bucket(Window w, std::time_t now) {
+    struct Last {
+        std::time_t t = -1;
+        std::string b;
+    };
+    thread_local Last last[kWindowCount];
+    Last& l = last[static_cast<int>(w)];
+    if (l.t != now) {
+        l.b = format_bucket(w, to_civil(static_cast<std::int64_t>(now)));
+        l.t = now;
+    }
+    return l.b;
+}
 
 std::string bucket_back(Window w, std::time_t now, int back) {
     const std::int64_t t = static_cast<std::int64_t>(now);

@@ -1,8 +1,15 @@
-// The in-process counter store: a shared memory zone holding an rbtree of
-// counters keyed by a hash of their key string, with a queue for expiry
+// The in-process counter store: a shared memory zone holding a chained hash
+// table of entries keyed by their key string, with a queue for expiry
 // sweeps. Exact across worker processes (every operation runs under the
 // zone's mutex) and kept across "nginx -s reload" (the old zone is reused).
+//
+// Counter keys have the spec's shape, llmgw:<kind>:<id>:<metric>:<window>:<bucket>.
+// The metrics of one scope, window and bucket share one entry (one slot per
+// metric), so a request's dozens of counter updates are a few tree lookups.
+// Other keys (last-seen stamps) are entries of their own.
 #include <cstring>
+#include <functional>
+#include <string_view>
 #include <memory>
 
 #include "ngx/module.h"
@@ -13,18 +20,63 @@ namespace {
 constexpr std::int64_t kSweepInterval = 30;   // seconds
 constexpr std::int64_t kMaxTtl = 32 * 86400;    // longest life of an entry in shared memory
 
+// Slots of an entry: the metrics a scope counts; kOther holds the value of a
+// key that is not a counter of a known metric.
+enum Slot { kReq, kTokIn, kTokOut, kCost, kRej, kAtt, kFail, kOther, kSlotCount };
+
+// The tree part of an entry (node, key) is read by every lookup from both
+// workers; the values are written by every request. They live on different
+// cache lines, so increments do not invalidate other workers' copies of the
+// tree path. Values sit at the first 64-byte boundary after the key.
 struct Entry {
-    ngx_rbtree_node_t node;    // node.key: crc32 of the key string
+    Entry* next;               // hash chain
+    std::uint32_t hash;        // crc32 of the key
     ngx_queue_t queue;
-    std::int64_t value;
     std::int64_t expires;      // unix seconds
+    std::int64_t* values;      // kSlotCount values, cache-line aligned, same allocation
     u_short len;
     u_char key[1];
 };
 
+constexpr std::size_t kLine = 64;
+
+std::size_t values_offset(std::size_t key_len) {
+    return (offsetof(Entry, key) + key_len + kLine - 1) / kLine * kLine;
+}
+
+int metric_slot(std::string_view m) {
+    static const std::pair<std::string_view, Slot> known[] = {
+        {"req", kReq}, {"tokin", kTokIn}, {"tokout", kTokOut}, {"cost", kCost},
+        {"rej", kRej}, {"att", kAtt},     {"fail", kFail},
+    };
+    for (const auto& k : known) {
+        if (k.first == m) return k.second;
+    }
+    return -1;
+}
+
+// Splits a key into its entry key (the metric taken out) and slot. The last
+// three ':'-separated parts are metric, window and bucket (an id may itself
+// contain ':').
+Slot entry_key(const std::string& key, std::string& out) {
+    std::size_t b = key.rfind(':');
+    std::size_t w = b == std::string::npos || b == 0 ? std::string::npos : key.rfind(':', b - 1);
+    std::size_t m = w == std::string::npos || w == 0 ? std::string::npos : key.rfind(':', w - 1);
+    if (m != std::string::npos) {
+        int slot = metric_slot(std::string_view(key).substr(m + 1, w - m - 1));
+        if (slot >= 0) {
+            out.assign(key, 0, m);
+            out.append(key, w, std::string::npos);
+            return static_cast<Slot>(slot);
+        }
+    }
+    out = key;
+    return kOther;
+}
+
 struct Shared {
-    ngx_rbtree_t rbtree;
-    ngx_rbtree_node_t sentinel;
+    Entry** buckets;           // nbuckets chains (a power of two)
+    ngx_uint_t nbuckets;
     ngx_queue_t queue;
     std::int64_t last_sweep;
     ngx_uint_t entries;
@@ -36,33 +88,11 @@ struct ZoneCtx {
     ngx_str_t name;
 };
 
-Entry* entry_of(ngx_rbtree_node_t* n) { return reinterpret_cast<Entry*>(n); }
-
-int compare(const Entry* e, ngx_uint_t hash, const std::string& key) {
-    if (hash != e->node.key) return hash < e->node.key ? -1 : 1;
-    int c = ngx_memn2cmp(reinterpret_cast<u_char*>(const_cast<char*>(key.data())), const_cast<u_char*>(e->key),
-                         key.size(), e->len);
-    return c;
-}
-
-void insert_value(ngx_rbtree_node_t* temp, ngx_rbtree_node_t* node, ngx_rbtree_node_t* sentinel) {
-    ngx_rbtree_node_t** p;
-    for (;;) {
-        if (node->key != temp->key) {
-            p = (node->key < temp->key) ? &temp->left : &temp->right;
-        } else {
-            Entry* a = entry_of(node);
-            Entry* b = entry_of(temp);
-            p = (ngx_memn2cmp(a->key, b->key, a->len, b->len) < 0) ? &temp->left : &temp->right;
-        }
-        if (*p == sentinel) break;
-        temp = *p;
-    }
-    *p = node;
-    node->parent = temp;
-    node->left = sentinel;
-    node->right = sentinel;
-    ngx_rbt_red(node);
+// The same in every worker (one binary): libstdc++'s string hash reads
+// eight bytes a step, several times faster than a byte-wise CRC here.
+std::uint32_t hash_of(const std::string& key) {
+    std::size_t h = std::hash<std::string_view>{}(key);
+    return static_cast<std::uint32_t>(h ^ (h >> 32));
 }
 
 class Locked {
@@ -79,44 +109,71 @@ private:
 // Operations on the zone; the caller holds the mutex.
 class ZoneTxn : public KvTxn {
 public:
-    ZoneTxn(ZoneCtx* z, std::int64_t now) : z_(z), now_(now) {}
+    // Expired entries go at most every 30 s, at the start of a transaction,
+    // so entries found during it stay put.
+    ZoneTxn(ZoneCtx* z, std::int64_t now) : z_(z), now_(now) { sweep(false); }
 
+    // A request's few entries (its scopes' windows) are asked for again and
+    // again within one transaction: remember the last ones.
     Entry* find(const std::string& key) {
-        ngx_uint_t hash = ngx_crc32_short(reinterpret_cast<u_char*>(const_cast<char*>(key.data())), key.size());
-        ngx_rbtree_node_t* node = z_->sh->rbtree.root;
-        ngx_rbtree_node_t* sentinel = z_->sh->rbtree.sentinel;
-        while (node != sentinel) {
-            int c = compare(entry_of(node), hash, key);
-            if (c == 0) return entry_of(node);
-            node = c < 0 ? node->left : node->right;
+        for (Entry* e : cache_) {
+            if (e && e->len == key.size() && std::memcmp(e->key, key.data(), key.size()) == 0) return e;
+        }
+        Entry* e = find_uncached(key, hash_of(key));
+        if (e) remember(e);
+        return e;
+    }
+
+    void remember(Entry* e) {
+        cache_[cache_next_] = e;
+        cache_next_ = (cache_next_ + 1) % kCache;
+    }
+
+    Entry* find_uncached(const std::string& key, std::uint32_t hash) {
+        for (Entry* e = z_->sh->buckets[hash & (z_->sh->nbuckets - 1)]; e; e = e->next) {
+            if (e->hash == hash && e->len == key.size() && std::memcmp(e->key, key.data(), key.size()) == 0) return e;
         }
         return nullptr;
     }
 
     std::int64_t get(const std::string& key) override {
-        Entry* e = find(key);
-        return (e && e->expires > now_) ? e->value : 0;
+        Slot slot = entry_key(key, ekey_);
+        Entry* e = find(ekey_);
+        return (e && e->expires > now_) ? e->values[slot] : 0;
     }
 
     bool incr(const std::string& key, std::int64_t delta, std::int64_t ttl) override {
-        Entry* e = find_or_create(key, ttl);
+        Slot slot = entry_key(key, ekey_);
+        Entry* e = find_or_create(ekey_, ttl);
         if (e == nullptr) return false;
-        e->value = saturating_add(e->value, delta);
+        e->values[slot] = saturating_add(e->values[slot], delta);
         return true;
     }
 
     bool raise(const std::string& key, std::int64_t value, std::int64_t ttl) {
         if (ttl > kMaxTtl) ttl = kMaxTtl;
-        Entry* e = find_or_create(key, ttl);
+        Slot slot = entry_key(key, ekey_);
+        Entry* e = find_or_create(ekey_, ttl);
         if (e == nullptr) return false;
-        if (value > e->value) e->value = value;
+        if (value > e->values[slot]) e->values[slot] = value;
         e->expires = now_ + ttl;
         return true;
+    }
+
+    // Zeroes one metric of every entry whose key starts with prefix.
+    void reset_metric(const std::string& prefix, Slot slot) {
+        ngx_queue_t* q = ngx_queue_head(&z_->sh->queue);
+        while (q != ngx_queue_sentinel(&z_->sh->queue)) {
+            Entry* e = ngx_queue_data(q, Entry, queue);
+            q = ngx_queue_next(q);
+            if (e->len >= prefix.size() && std::memcmp(e->key, prefix.data(), prefix.size()) == 0) e->values[slot] = 0;
+        }
     }
 
     void sweep(bool force) {
         if (!force && now_ - z_->sh->last_sweep < kSweepInterval) return;
         z_->sh->last_sweep = now_;
+        for (auto& c : cache_) c = nullptr;
         remove_if([this](const Entry* e) { return e->expires <= now_; });
     }
 
@@ -139,7 +196,12 @@ private:
 
     void remove(Entry* e) {
         ngx_queue_remove(&e->queue);
-        ngx_rbtree_delete(&z_->sh->rbtree, &e->node);
+        for (Entry** p = &z_->sh->buckets[e->hash & (z_->sh->nbuckets - 1)]; *p; p = &(*p)->next) {
+            if (*p == e) {
+                *p = e->next;
+                break;
+            }
+        }
         ngx_slab_free_locked(z_->shpool, e);
         z_->sh->entries--;
     }
@@ -148,36 +210,44 @@ private:
         // Counters written here while a shared store is down carry its long
         // TTLs; shared memory keeps them at most 32 days.
         if (ttl > kMaxTtl) ttl = kMaxTtl;
-        sweep(false);
         Entry* e = find(key);
         if (e != nullptr) {
             if (e->expires <= now_) {   // expired: a new window's counter
-                e->value = 0;
+                std::memset(e->values, 0, kSlotCount * sizeof(std::int64_t));
                 e->expires = now_ + ttl;
             }
             return e;
         }
         if (key.size() > 65535) return nullptr;
-        std::size_t size = offsetof(Entry, key) + key.size();
+        std::uint32_t hash = hash_of(key);
+        std::size_t size = values_offset(key.size()) + kSlotCount * sizeof(std::int64_t);
         auto* n = static_cast<Entry*>(ngx_slab_alloc_locked(z_->shpool, size));
         if (n == nullptr) {
             sweep(true);   // expired entries go first
             n = static_cast<Entry*>(ngx_slab_alloc_locked(z_->shpool, size));
             if (n == nullptr) return nullptr;
         }
-        n->node.key = ngx_crc32_short(reinterpret_cast<u_char*>(const_cast<char*>(key.data())), key.size());
-        n->value = 0;
+        n->hash = hash;
+        n->values = reinterpret_cast<std::int64_t*>(reinterpret_cast<u_char*>(n) + values_offset(key.size()));
+        std::memset(n->values, 0, kSlotCount * sizeof(std::int64_t));
         n->expires = now_ + ttl;
         n->len = static_cast<u_short>(key.size());
         std::memcpy(n->key, key.data(), key.size());
-        ngx_rbtree_insert(&z_->sh->rbtree, &n->node);
+        Entry*& head = z_->sh->buckets[hash & (z_->sh->nbuckets - 1)];
+        n->next = head;
+        head = n;
         ngx_queue_insert_tail(&z_->sh->queue, &n->queue);
         z_->sh->entries++;
+        remember(n);
         return n;
     }
 
+    static constexpr std::size_t kCache = 8;
     ZoneCtx* z_;
     std::int64_t now_;
+    std::string ekey_;                 // scratch: the entry key of the current counter key
+    Entry* cache_[kCache] = {};
+    std::size_t cache_next_ = 0;
 };
 
 class ShmStore : public CounterStore {
@@ -223,12 +293,12 @@ public:
         if (!txn.raise(key, value, ttl)) log_full();
     }
 
-    void remove_prefix(const std::string& prefix) {
+    void reset_metric(const std::string& prefix, const std::string& metric) {
+        int slot = metric_slot(metric);
+        if (slot < 0) return;
         Locked lock(z_->shpool);
         ZoneTxn txn(z_, ngx_time());
-        txn.remove_if([&](const Entry* e) {
-            return e->len >= prefix.size() && std::memcmp(e->key, prefix.data(), prefix.size()) == 0;
-        });
+        txn.reset_metric(prefix, static_cast<Slot>(slot));
     }
 
 private:
@@ -263,7 +333,13 @@ ngx_int_t init_zone(ngx_shm_zone_t* shm_zone, void* data) {
     ctx->sh = static_cast<Shared*>(ngx_slab_alloc(ctx->shpool, sizeof(Shared)));
     if (ctx->sh == nullptr) return NGX_ERROR;
     ctx->shpool->data = ctx->sh;
-    ngx_rbtree_init(&ctx->sh->rbtree, &ctx->sh->sentinel, insert_value);
+    // One chain per 8 KiB of zone: a table small enough to stay in cache
+    // (2048 heads for 10 MB), chains still a few entries long.
+    ngx_uint_t n = 256;
+    while (n < shm_zone->shm.size / 8192) n <<= 1;
+    ctx->sh->nbuckets = n;
+    ctx->sh->buckets = static_cast<Entry**>(ngx_slab_calloc(ctx->shpool, n * sizeof(Entry*)));
+    if (ctx->sh->buckets == nullptr) return NGX_ERROR;
     ngx_queue_init(&ctx->sh->queue);
     ctx->sh->last_sweep = ngx_time();
     ctx->sh->entries = 0;
@@ -306,8 +382,8 @@ CounterStore* shm_store(ngx_shm_zone_t* zone) {
     return cached;
 }
 
-void shm_remove_prefix(ngx_shm_zone_t* zone, const std::string& prefix) {
-    if (auto* s = static_cast<ShmStore*>(shm_store(zone))) s->remove_prefix(prefix);
+void shm_reset_metric(ngx_shm_zone_t* zone, const std::string& scope_prefix, const std::string& metric) {
+    if (auto* s = static_cast<ShmStore*>(shm_store(zone))) s->reset_metric(scope_prefix, metric);
 }
 
 }  // namespace llmgw

@@ -46,7 +46,8 @@ struct ShmZoneConf {
 };
 ngx_shm_zone_t* add_shm_zone(ngx_conf_t* cf, ngx_str_t* name, size_t size);
 CounterStore* shm_store(ngx_shm_zone_t* zone);          // per process, created on first use
-// Removes every key with this prefix (rejection counters of removed users).
-void shm_remove_prefix(ngx_shm_zone_t* zone, const std::string& prefix);
+// Zeroes one metric of every counter whose key starts with scope_prefix
+// ("llmgw:user:bob:"): the rejection counters of removed users.
+void shm_reset_metric(ngx_shm_zone_t* zone, const std::string& scope_prefix, const std::string& metric);
 
 }  // namespace llmgw

@@ -79,7 +79,7 @@ void poll(ngx_event_t* ev) {
                 // of users that are gone.
                 for (const UserConf& u : st.directory->users()) {
                     if (dir->find_user(u.name) == nullptr) {
-                        shm_remove_prefix(p->mcf->zone, "llmgw:user:" + u.name + ":rej:");
+                        shm_reset_metric(p->mcf->zone, "llmgw:user:" + u.name + ":", "rej");
                     }
                 }
                 st.directory = dir;
