@@ -99,7 +99,65 @@ if rejected then return {1, rejected - 1} end
 return {0}
 )LUA";
 
+// The accounting batch as one script call: INCRBY each key and give a key
+// its TTL when it has none (a new key), the same rule as the admission
+// script. KEYS: the counters; ARGV: delta, ttl per key.
+const char kAccountScript[] = R"LUA(-- llm_gateway accounting v1
+for i = 1, #KEYS do
+  redis.call('INCRBY', KEYS[i], ARGV[2 * i - 1])
+  if redis.call('PTTL', KEYS[i]) == -1 then
+    redis.call('EXPIRE', KEYS[i], ARGV[2 * i])
+  end
+end
+return #KEYS
+)LUA";
+
+std::string sha1_hex(const std::string& s) {
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int len = 0;
+    if (EVP_Digest(s.data(), s.size(), md, &len, EVP_sha1(), nullptr) != 1 || len != 20) return std::string();
+    static const char kHex[] = "0123456789abcdef";
+    std::string hex;
+    for (unsigned int i = 0; i < len; ++i) {
+        hex.push_back(kHex[md[i] >> 4]);
+        hex.push_back(kHex[md[i] & 15]);
+    }
+    return hex;
+}
+
 }  // namespace
+
+const std::string& account_script_source() {
+    static const std::string source(kAccountScript);
+    return source;
+}
+
+std::string account_script_sha1() {
+    try {
+        static const std::string sha = sha1_hex(account_script_source());
+        return sha;
+    } catch (...) {
+        return std::string();
+    }
+}
+
+std::vector<std::string> account_command(const std::vector<Incr>& incrs, bool by_sha) {
+    std::vector<std::string> cmd;
+    try {
+        cmd.reserve(3 + 3 * incrs.size());
+        cmd.push_back(by_sha ? "EVALSHA" : "EVAL");
+        cmd.push_back(by_sha ? account_script_sha1() : account_script_source());
+        cmd.push_back(std::to_string(incrs.size()));
+        for (const Incr& in : incrs) cmd.push_back(in.key);
+        for (const Incr& in : incrs) {
+            cmd.push_back(std::to_string(in.delta));
+            cmd.push_back(std::to_string(in.ttl));
+        }
+    } catch (...) {
+        cmd.clear();
+    }
+    return cmd;
+}
 
 const std::string& admit_script_source() {
     static const std::string source(kScript);

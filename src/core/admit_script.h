@@ -73,6 +73,14 @@ bool is_noscript_error(const RespValue& reply);
 bool decode_admit_reply(const RespValue& reply, const AdmissionPlan& plan, AdmissionResult& result,
                         std::string& err);
 
+// The post-response accounting batch as ONE command: EVALSHA (by_sha) or
+// EVAL of the accounting script, KEYS = the counters, ARGV = delta, ttl per
+// counter. Each counter is INCRBY'd and, when it has no TTL yet, given its
+// TTL. Reply: Integer, the number of counters. Empty on out of memory.
+const std::string& account_script_source();
+std::string account_script_sha1();
+std::vector<std::string> account_command(const std::vector<Incr>& incrs, bool by_sha = true);
+
 // The post-response accounting batch, pipelined (not atomic, not a script):
 // per Incr, in order, two commands, so 2 * incrs.size() replies:
 //   INCRBY key delta        -> Integer (the new value)

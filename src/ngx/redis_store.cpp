@@ -63,29 +63,17 @@ public:
         }
         if (!latch().should_try(now_ms())) return degraded_write(incrs, std::move(done));
         auto copy = std::make_shared<std::vector<Incr>>(incrs);
-        conn_.exec(incr_commands(incrs, expire_nx_), [this, copy, done = std::move(done)](
-                                                         const std::string& err, std::vector<RespValue>& replies) mutable {
-            std::string e = err;
-            for (std::size_t i = 0; i < replies.size(); ++i) {
-                const RespValue& r = replies[i];
-                if (!e.empty() || r.type != RespValue::Type::Error) continue;
-                if (i % 2 == 1 && expire_nx_) {
-                    // EXPIRE ... NX needs Redis 7; older servers get plain
-                    // EXPIRE from now on (the TTL is then refreshed by each write).
-                    expire_nx_ = false;
-                    ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
-                                  "llm_gateway: the limit store does not support EXPIRE NX (Redis < 7); "
-                                  "using plain EXPIRE");
-                    continue;
-                }
-                e = "store error: " + r.str.substr(0, 120);
+        conn_.exec({account_command(incrs, true)}, [this, copy, done = std::move(done)](
+                                                       const std::string& err, std::vector<RespValue>& replies) mutable {
+            if (err.empty() && is_noscript_error(replies[0])) {
+                conn_.exec({account_command(*copy, false)},
+                           [this, copy, done = std::move(done)](const std::string& err2,
+                                                                std::vector<RespValue>& r2) mutable {
+                               finish_write(err2, r2, *copy, std::move(done));
+                           });
+                return;
             }
-            if (!e.empty()) {
-                on_failure(e);
-                return degraded_write(*copy, std::move(done));
-            }
-            latch().on_success(now_ms());
-            if (done) done(StoreReply{});
+            finish_write(err, replies, *copy, std::move(done));
         });
     }
 
@@ -190,6 +178,22 @@ private:
         done(StoreReply{StoreStatus::Error, "the limit store is unavailable"}, AdmissionResult{});
     }
 
+    void finish_write(const std::string& err, const std::vector<RespValue>& replies, const std::vector<Incr>& incrs,
+                      WriteDone done) {
+        std::string e = err;
+        if (e.empty() && (replies.empty() || replies[0].type != RespValue::Type::Integer)) {
+            e = replies.empty() || replies[0].type != RespValue::Type::Error
+                    ? std::string("unexpected reply to the accounting script")
+                    : "store error: " + replies[0].str.substr(0, 120);
+        }
+        if (!e.empty()) {
+            on_failure(e);
+            return degraded_write(incrs, std::move(done));
+        }
+        latch().on_success(now_ms());
+        if (done) done(StoreReply{});
+    }
+
     void degraded_write(const std::vector<Incr>& incrs, WriteDone done) {
         if (settings_->fail_open) return fallback_->write(incrs, std::move(done));
         if (done) done(StoreReply{StoreStatus::Error, "the limit store is unavailable; sample dropped"});
@@ -209,7 +213,6 @@ private:
     CounterStore* fallback_;
     RedisConn conn_;
     std::size_t telemetry_in_flight_ = 0;
-    bool expire_nx_ = true;
 };
 
 RedisStore*& worker_store() {

@@ -790,3 +790,24 @@ TEST_F(AdmitScriptRedis, ReaderRefusesLongAndNestedReplies) {
         EXPECT_EQ(err, "nested array in store reply");
     }
 }
+
+// The accounting batch as one script call: every counter incremented, a new
+// counter given its TTL, an existing TTL never pushed back.
+TEST_F(AdmitScriptRedis, AccountingScriptIncrementsAndSetsTtlOnce) {
+    std::vector<Incr> incrs{{"acc:a", 11, 172800}, {"acc:b", 7, 120}, {"acc:c", 6, 3024000}};
+    RespValue v = c_.call(account_command(incrs, true));
+    if (is_noscript_error(v)) v = c_.call(account_command(incrs, false));
+    ASSERT_EQ(v.type, RespValue::Type::Integer);
+    EXPECT_EQ(v.integer, 3);
+    EXPECT_EQ(c_.call({"GET", "acc:a"}).str, "11");
+    EXPECT_EQ(c_.call({"GET", "acc:b"}).str, "7");
+    EXPECT_EQ(c_.call({"GET", "acc:c"}).str, "6");
+    EXPECT_GT(ttl("acc:b"), 100);
+    EXPECT_LE(ttl("acc:b"), 120);
+    c_.call({"EXPIRE", "acc:a", "50"});
+    v = c_.call(account_command(incrs, true));   // loaded now: EVALSHA works
+    ASSERT_EQ(v.type, RespValue::Type::Integer);
+    EXPECT_EQ(c_.call({"GET", "acc:a"}).str, "22");
+    EXPECT_LE(ttl("acc:a"), 50);                 // the TTL was kept, not reset to 172800
+    EXPECT_EQ(c_.call({"SCRIPT", "LOAD", account_script_source()}).str, account_script_sha1());
+}
