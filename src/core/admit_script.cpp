@@ -166,21 +166,7 @@ const std::string& admit_script_source() {
 
 std::string admit_script_sha1() {
     try {
-        static const std::string sha = [] {
-            const std::string& s = admit_script_source();
-            unsigned char md[EVP_MAX_MD_SIZE];
-            unsigned int len = 0;
-            if (EVP_Digest(s.data(), s.size(), md, &len, EVP_sha1(), nullptr) != 1 || len != 20) {
-                return std::string();
-            }
-            static const char kHex[] = "0123456789abcdef";
-            std::string hex;
-            for (unsigned int i = 0; i < len; ++i) {
-                hex.push_back(kHex[md[i] >> 4]);
-                hex.push_back(kHex[md[i] & 15]);
-            }
-            return hex;
-        }();
+        static const std::string sha = sha1_hex(admit_script_source());
         return sha;
     } catch (...) {
         return std::string();
