@@ -50,17 +50,22 @@ $(NGX_BUILD)/Makefile: config $(wildcard $(CONF_FLAGS_FILE)) $(BUILD)/sources.li
 	     --add-dynamic-module=$(CURDIR) > configure.log 2>&1 || { tail -30 configure.log; exit 1; }
 
 $(MODULE): $(NGX_BUILD)/Makefile $(CORE_SRCS) $(CORE_HDRS) $(NGX_SRCS) $(NGX_HDRS)
-	$(MAKE) -C $(NGX_BUILD) -f objs/Makefile modules
+	$(MAKE) -C $(NGX_BUILD) -f objs/Makefile -j$$(nproc) modules
 	@# a new file, not an overwrite: a running nginx keeps its mapping of the old one
 	cp $(NGX_BUILD)/objs/ngx_http_llm_gateway_module.so $@.tmp && mv -f $@.tmp $@
 
 module: $(MODULE)
 
 # ---- unit tests: the pure core, no nginx ----
-UNIT_BIN := $(BUILD)/unit_tests
-$(UNIT_BIN): $(CORE_SRCS) $(CORE_HDRS) $(UNIT_SRCS)
-	@mkdir -p $(BUILD)
-	$(CXX) $(CXXFLAGS) -Isrc -o $@ $(CORE_SRCS) $(UNIT_SRCS) -lgtest -lgtest_main -lpthread -lcrypto -lhiredis
+UNIT_BIN  := $(BUILD)/unit_tests
+UNIT_OBJS := $(patsubst %.cpp,$(BUILD)/obj/%.o,$(CORE_SRCS) $(UNIT_SRCS))
+
+$(BUILD)/obj/%.o: %.cpp $(CORE_HDRS)
+	@mkdir -p $(dir $@)
+	$(CXX) $(CXXFLAGS) -Isrc -c -o $@ $<
+
+$(UNIT_BIN): $(UNIT_OBJS)
+	$(CXX) $(CXXFLAGS) -o $@ $(UNIT_OBJS) -lgtest -lgtest_main -lpthread -lcrypto -lhiredis
 
 unit: $(UNIT_BIN)
 	$(UNIT_BIN)
@@ -74,6 +79,7 @@ integration: module js
 	LLMGW_MODULE=$(CURDIR)/$(MODULE) NGINX_BIN=$(NGINX_BIN) prove -j$(PROVE_JOBS) -r t/
 
 test: deps
+	$(MAKE) --no-print-directory -j$$(nproc) $(UNIT_BIN)
 	$(MAKE) --no-print-directory unit
 	$(MAKE) --no-print-directory integration
 
