@@ -4,42 +4,72 @@
 
 namespace llmgw {
 
-namespace {
-
-void add_all_windows(std::vector<Incr>& out, const std::string& kind, const std::string& id, const char* metric,
-                     std::int64_t delta, std::time_t now, bool in_process) {
-    for (int i = 0; i < kWindowCount; ++i) {
-        const Window w = static_cast<Window>(i);
-        const std::int64_t ttl = in_process ? ttl_seconds_in_process(w) : ttl_seconds(w);
-        out.push_back(Incr{counter_key(kind, id, metric, w, bucket(w, now)), delta, ttl});
-    }
+std::string_view metric_name(Metric m) {
+    static const std::string_view names[kMetricCount] = {"req", "tokin", "tokout", "cost", "rej", "att", "fail"};
+    return names[m];
 }
 
-void add_usage(std::vector<Incr>& out, const std::string& kind, const std::string& id, const AccountingInput& in,
-               std::time_t now, bool in_process) {
-    if (in.usage.prompt_tokens > 0) add_all_windows(out, kind, id, "tokin", in.usage.prompt_tokens, now, in_process);
-    if (in.usage.completion_tokens > 0) {
-        add_all_windows(out, kind, id, "tokout", in.usage.completion_tokens, now, in_process);
+int metric_from_name(std::string_view name) {
+    for (int m = 0; m < kMetricCount; ++m) {
+        if (metric_name(static_cast<Metric>(m)) == name) return m;
     }
-    if (in.cost_micros > 0) add_all_windows(out, kind, id, "cost", in.cost_micros, now, in_process);
+    return -1;
 }
 
-}  // namespace
+bool ScopeDelta::any() const {
+    for (std::int64_t d : delta) {
+        if (d != 0) return true;
+    }
+    return false;
+}
 
 // An estimated usage needs nothing special here: the caller has already put
 // the whole estimate in usage.prompt_tokens. With an empty in.model there is
 // no model scope.
+std::vector<ScopeDelta> accounting_deltas(const AccountingInput& in) {
+    std::vector<ScopeDelta> out;
+    out.reserve(in.scopes.size() + 3);   // room for the caller's provider scopes
+    auto usage = [&in](ScopeDelta& d) {
+        if (in.usage.prompt_tokens > 0) d.delta[kMetricTokIn] = in.usage.prompt_tokens;
+        if (in.usage.completion_tokens > 0) d.delta[kMetricTokOut] = in.usage.completion_tokens;
+        if (in.cost_micros > 0) d.delta[kMetricCost] = in.cost_micros;
+    };
+    for (const Scope& s : in.scopes) {
+        ScopeDelta d;
+        d.kind = s.kind;
+        d.id = s.id;
+        usage(d);
+        out.push_back(d);
+    }
+    if (!in.model.empty()) {
+        ScopeDelta d;
+        d.kind = "model";
+        d.id = in.model;
+        d.delta[kMetricReq] = 1;
+        usage(d);
+        out.push_back(d);
+    }
+    return out;
+}
+
+void append_incrs(const std::vector<ScopeDelta>& deltas, std::time_t now, bool in_process, std::vector<Incr>& out) {
+    for (const ScopeDelta& d : deltas) {
+        for (int m = 0; m < kMetricCount; ++m) {
+            if (d.delta[m] == 0) continue;
+            for (int i = 0; i < kWindowCount; ++i) {
+                const Window w = static_cast<Window>(i);
+                const std::int64_t ttl = in_process ? ttl_seconds_in_process(w) : ttl_seconds(w);
+                out.push_back(Incr{counter_key(d.kind, d.id, metric_name(static_cast<Metric>(m)), w, bucket(w, now)),
+                                   d.delta[m], ttl});
+            }
+        }
+    }
+}
+
 std::vector<Incr> build_accounting(const AccountingInput& in, std::time_t now, bool in_process) {
     std::vector<Incr> out;
-    // up to 3 metrics per scope (+ the model's req), 4 windows each, and room
-    // for the caller's provider counters
     out.reserve((in.scopes.size() + 1) * 4 * kWindowCount + 16);
-    for (const Scope& s : in.scopes) add_usage(out, s.kind, s.id, in, now, in_process);
-    if (!in.model.empty()) {
-        const std::string kind = "model";
-        add_all_windows(out, kind, in.model, "req", 1, now, in_process);
-        add_usage(out, kind, in.model, in, now, in_process);
-    }
+    append_incrs(accounting_deltas(in), now, in_process, out);
     return out;
 }
 

@@ -31,20 +31,16 @@ void touch_last_seen(CounterStore* store, const std::vector<Scope>& scopes, std:
     }
 }
 
-void add_provider_counters(std::vector<Incr>& out, const RequestCtx& ctx, bool failed, std::time_t now,
-                           bool in_process) {
-    const std::string& prov = ctx.resolved.provider->name;
-    std::string provmodel = prov + "/" + ctx.resolved.upstream_model;
-    for (int w = 0; w < kWindowCount; ++w) {
-        auto win = static_cast<Window>(w);
-        std::string b = bucket(win, now);
-        std::int64_t ttl = in_process ? ttl_seconds_in_process(win) : ttl_seconds(win);
-        out.push_back(Incr{counter_key("prov", prov, "att", win, b), 1, ttl});
-        out.push_back(Incr{counter_key("provmodel", provmodel, "att", win, b), 1, ttl});
-        if (failed) {
-            out.push_back(Incr{counter_key("prov", prov, "fail", win, b), 1, ttl});
-            out.push_back(Incr{counter_key("provmodel", provmodel, "fail", win, b), 1, ttl});
-        }
+// Provider attempts and failures: a failure is a 429, a 5xx or no answer.
+void add_provider_deltas(std::vector<ScopeDelta>& out, const std::string& prov, const std::string& provmodel,
+                         bool failed) {
+    for (const std::string* id : {&prov, &provmodel}) {
+        ScopeDelta d;
+        d.kind = id == &prov ? "prov" : "provmodel";
+        d.id = *id;
+        d.delta[kMetricAtt] = 1;
+        d.delta[kMetricFail] = failed ? 1 : 0;
+        out.push_back(d);
     }
 }
 
@@ -57,12 +53,12 @@ void account_request(ngx_log_t* log, MainConf* mcf, RequestCtx* ctx, bool cancel
     if (store == nullptr) return;
     std::time_t now = ngx_time();
 
+    std::vector<ScopeDelta> deltas;
+    AccountingInput in;
     bool served = ctx->relay == RequestCtx::Relay::Sse || ctx->relay == RequestCtx::Relay::Pass ||
                   (cancelled && ctx->relay == RequestCtx::Relay::Pending);
-    std::vector<Incr> incrs;
     std::vector<Scope> scopes = request_scopes(*ctx);
     if (served) {
-        AccountingInput in;
         in.scopes = scopes;
         in.model = ctx->resolved.canonical;
         in.usage = ctx->usage;
@@ -72,7 +68,7 @@ void account_request(ngx_log_t* log, MainConf* mcf, RequestCtx* ctx, bool cancel
             in.usage.completion_tokens = 0;
         }
         in.cost_micros = ctx->price ? cost_micros(*ctx->price, in.usage.prompt_tokens, in.usage.completion_tokens) : 0;
-        incrs = build_accounting(in, now, store_uses_in_process_ttls(mcf));
+        deltas = accounting_deltas(in);
         ngx_log_error(NGX_LOG_INFO, log, 0,
                       "llm_gateway: usage user=\"%s\" model=\"%s\" prompt_tokens=%L completion_tokens=%L "
                       "cost_micro_usd=%L%s%s",
@@ -83,8 +79,9 @@ void account_request(ngx_log_t* log, MainConf* mcf, RequestCtx* ctx, bool cancel
     }
     bool failed = !served && !(ctx->relay == RequestCtx::Relay::UpstreamError && ctx->upstream_status < 500 &&
                                ctx->upstream_status != 429);
-    if (!cancelled) add_provider_counters(incrs, *ctx, failed, now, store_uses_in_process_ttls(mcf));
-    store->write(incrs, [](const StoreReply& rep) {
+    const std::string provmodel = ctx->resolved.provider->name + "/" + ctx->resolved.upstream_model;
+    if (!cancelled) add_provider_deltas(deltas, ctx->resolved.provider->name, provmodel, failed);
+    store->apply(deltas, now, [](const StoreReply& rep) {
         if (rep.status != StoreStatus::Ok) {
             ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0, "llm_gateway: accounting dropped: %s", rep.error.c_str());
         }

@@ -31,6 +31,7 @@ public:
         : settings_(settings), fallback_(fallback), conn_(settings->redis, ngx_cycle->log) {}
 
     const char* name() const override { return "redis"; }
+    bool in_process_ttls() const override { return false; }
 
     void admit(const AdmissionPlan& plan, AdmitDone done) override {
         std::int64_t t = now_ms();

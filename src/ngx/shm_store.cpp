@@ -20,9 +20,9 @@ namespace {
 constexpr std::int64_t kSweepInterval = 30;   // seconds
 constexpr std::int64_t kMaxTtl = 32 * 86400;    // longest life of an entry in shared memory
 
-// Slots of an entry: the metrics a scope counts; kOther holds the value of a
-// key that is not a counter of a known metric.
-enum Slot { kReq, kTokIn, kTokOut, kCost, kRej, kAtt, kFail, kOther, kSlotCount };
+// Slots of an entry: the metrics a scope counts (core/accounting.h's Metric);
+// kOther holds the value of a key that is not a counter of a known metric.
+enum Slot { kOther = kMetricCount, kSlotCount };
 
 // The tree part of an entry (node, key) is read by every lookup from both
 // workers; the values are written by every request. They live on different
@@ -44,17 +44,6 @@ std::size_t values_offset(std::size_t key_len) {
     return (offsetof(Entry, key) + key_len + kLine - 1) / kLine * kLine;
 }
 
-int metric_slot(std::string_view m) {
-    static const std::pair<std::string_view, Slot> known[] = {
-        {"req", kReq}, {"tokin", kTokIn}, {"tokout", kTokOut}, {"cost", kCost},
-        {"rej", kRej}, {"att", kAtt},     {"fail", kFail},
-    };
-    for (const auto& k : known) {
-        if (k.first == m) return k.second;
-    }
-    return -1;
-}
-
 // Splits a key into its entry key (the metric taken out) and slot. The last
 // three ':'-separated parts are metric, window and bucket (an id may itself
 // contain ':').
@@ -63,7 +52,7 @@ Slot entry_key(const std::string& key, std::string& out) {
     std::size_t w = b == std::string::npos || b == 0 ? std::string::npos : key.rfind(':', b - 1);
     std::size_t m = w == std::string::npos || w == 0 ? std::string::npos : key.rfind(':', w - 1);
     if (m != std::string::npos) {
-        int slot = metric_slot(std::string_view(key).substr(m + 1, w - m - 1));
+        int slot = metric_from_name(std::string_view(key).substr(m + 1, w - m - 1));
         if (slot >= 0) {
             out.assign(key, 0, m);
             out.append(key, w, std::string::npos);
@@ -160,6 +149,30 @@ public:
         return true;
     }
 
+    // One request's accounting: the entry of every scope and window, keyed
+    // "llmgw:<kind>:<id>:<window>:<bucket>" (a counter key without its
+    // metric), gets every delta in its metric's slot.
+    bool apply(const std::vector<ScopeDelta>& deltas) {
+        bool ok = true;
+        for (const ScopeDelta& d : deltas) {
+            if (!d.any()) continue;
+            for (int i = 0; i < kWindowCount; ++i) {
+                const Window w = static_cast<Window>(i);
+                ekey_.assign("llmgw:").append(d.kind).append(":").append(d.id).append(":");
+                ekey_.append(window_name(w)).append(":").append(bucket(w, now_));
+                Entry* e = find_or_create(ekey_, ttl_seconds_in_process(w));
+                if (e == nullptr) {
+                    ok = false;
+                    continue;
+                }
+                for (int m = 0; m < kMetricCount; ++m) {
+                    if (d.delta[m] != 0) e->values[m] = saturating_add(e->values[m], d.delta[m]);
+                }
+            }
+        }
+        return ok;
+    }
+
     // Zeroes one metric of every entry whose key starts with prefix.
     void reset_metric(const std::string& prefix, Slot slot) {
         ngx_queue_t* q = ngx_queue_head(&z_->sh->queue);
@@ -254,6 +267,17 @@ class ShmStore : public CounterStore {
 public:
     explicit ShmStore(ZoneCtx* z) : z_(z) {}
     const char* name() const override { return "shm"; }
+    bool in_process_ttls() const override { return true; }
+
+    void apply(const std::vector<ScopeDelta>& deltas, std::time_t, WriteDone done) override {
+        bool ok;
+        {
+            Locked lock(z_->shpool);
+            ZoneTxn txn(z_, ngx_time());
+            ok = txn.apply(deltas);
+        }
+        if (done) done(ok ? StoreReply{} : full());
+    }
 
     void admit(const AdmissionPlan& plan, AdmitDone done) override {
         AdmissionResult result;
@@ -294,7 +318,7 @@ public:
     }
 
     void reset_metric(const std::string& prefix, const std::string& metric) {
-        int slot = metric_slot(metric);
+        int slot = metric_from_name(metric);
         if (slot < 0) return;
         Locked lock(z_->shpool);
         ZoneTxn txn(z_, ngx_time());

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/accounting.h"
 #include "core/limits.h"
 #include "ngx/ngx_incl.h"
 
@@ -37,6 +38,16 @@ public:
     virtual void read(const std::vector<std::string>& keys, ReadDone done) = 0;
     // Sets key to value when value is larger (last-seen stamps).
     virtual void touch(const std::string& key, std::int64_t value, std::int64_t ttl) = 0;
+    // The accounting of one request: every delta in every window. By default
+    // as counter increments through write(); the shared-memory store applies
+    // the deltas to its per-scope entries directly.
+    virtual void apply(const std::vector<ScopeDelta>& deltas, std::time_t now, WriteDone done) {
+        std::vector<Incr> incrs;
+        incrs.reserve(deltas.size() * 4 * kWindowCount);
+        append_incrs(deltas, now, in_process_ttls(), incrs);
+        write(incrs, std::move(done));
+    }
+    virtual bool in_process_ttls() const = 0;
 };
 
 // shm_store.cpp: the zone directive's zone, one per http block.
