@@ -2,6 +2,8 @@
 // atomic store operation that checks every limit of the request's scopes in
 // precedence order and counts the request (or, when rejected, counts the
 // rejection instead).
+#include <unordered_map>
+
 #include "ngx/module.h"
 
 namespace llmgw {
@@ -40,6 +42,29 @@ bool priced_or_allowed(ngx_http_request_t* r, RequestCtx* ctx, MainConf* mcf) {
     return false;
 }
 
+// A user's admission plan is the same for every request within one second
+// (its keys name the current buckets, its Retry-After values count from that
+// second), so each worker keeps the plans of the current second.
+const AdmissionPlan& plan_for(const RequestCtx& ctx, std::time_t now, bool in_process) {
+    struct Cached {
+        std::time_t second;
+        AdmissionPlan plan;
+    };
+    static const Directory* dir = nullptr;
+    static std::unordered_map<const UserConf*, Cached> plans[2];   // [admin traffic]
+    if (dir != ctx.directory.get() || plans[0].size() + plans[1].size() > 4096) {
+        dir = ctx.directory.get();   // users were reloaded: their addresses may be reused
+        plans[0].clear();
+        plans[1].clear();
+    }
+    Cached& c = plans[ctx.is_admin_traffic ? 1 : 0][ctx.user];
+    if (c.second != now || c.plan.admit.empty()) {
+        c.plan = build_admission_plan(request_scopes(ctx), now, in_process);
+        c.second = now;
+    }
+    return c.plan;
+}
+
 }  // namespace
 
 std::vector<Scope> request_scopes(const RequestCtx& ctx) {
@@ -66,7 +91,7 @@ ngx_int_t admit_request(ngx_http_request_t* r, RequestCtx* ctx) {
     }
     CounterStore* store = counter_store(mcf);
     if (store == nullptr) return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    AdmissionPlan plan = build_admission_plan(request_scopes(*ctx), ngx_time(), store_uses_in_process_ttls(mcf));
+    const AdmissionPlan& plan = plan_for(*ctx, ngx_time(), store_uses_in_process_ttls(mcf));
 
     ctx->phase = RequestCtx::Phase::Admitting;
     ctx->admission_pending = true;
