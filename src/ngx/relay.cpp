@@ -284,13 +284,14 @@ ngx_int_t finish(ngx_http_request_t* r, RequestCtx* ctx, std::string_view tail) 
 
 ngx_int_t answer_upstream_error(ngx_http_request_t* r, RequestCtx* ctx) {
     ngx_uint_t status = ctx->upstream_status;
+    const std::string text = upstream_error_text(ctx->captured);   // scrubbed
     ngx_log_error(NGX_LOG_WARN, r->connection->log, 0, "llm_gateway: provider \"%s\" returned status %ui: %s",
-                  ctx->resolved.provider->name.c_str(), status, upstream_error_text(ctx->captured).c_str());
+                  ctx->resolved.provider->name.c_str(), status, text.c_str());
     if (!ctx->retry_after.empty() && add_header(r, "Retry-After", ctx->retry_after) != NGX_OK) return NGX_ERROR;
     if (Usage dummy; inspect_stream_chunk(ctx->captured, dummy) == ChunkKind::Error) {
         return send_json(r, status, ctx->captured);   // already an OpenAI-style error object
     }
-    std::string msg = "upstream returned status " + std::to_string(status) + ": " + upstream_error_text(ctx->captured);
+    std::string msg = "upstream returned status " + std::to_string(status) + ": " + text;
     return send_error(r, status, msg, "upstream_error", "upstream_error");
 }
 
