@@ -93,12 +93,18 @@ void append_entry(std::string& out, const char* kind, const std::string& id, con
     out += '}';
 }
 
-ngx_int_t secure_headers(ngx_http_request_t* r) {
+// Every admin response: no sniffing, nothing loaded or framed.
+ngx_int_t content_headers(ngx_http_request_t* r) {
     if (add_header(r, "X-Content-Type-Options", "nosniff") != NGX_OK ||
-        add_header(r, "Cache-Control", "no-store") != NGX_OK ||
         add_header(r, "Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'") != NGX_OK) {
         return NGX_ERROR;
     }
+    return NGX_OK;
+}
+
+// The JSON routes are never cached either.
+ngx_int_t secure_headers(ngx_http_request_t* r) {
+    if (content_headers(r) != NGX_OK || add_header(r, "Cache-Control", "no-store") != NGX_OK) return NGX_ERROR;
     return NGX_OK;
 }
 
@@ -274,25 +280,8 @@ const char kShell[] =
     "<code>x-api-key</code>.</p><ul><li><a href=\"admin/api/usage\">usage</a></li></ul></body></html>";
 
 ngx_int_t shell(ngx_http_request_t* r) {
-    if (add_header(r, "X-Content-Type-Options", "nosniff") != NGX_OK ||
-        add_header(r, "Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'") != NGX_OK) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-    if (RequestCtx* ctx = get_ctx(r)) ctx->own_response = true;
-    r->headers_out.status = NGX_HTTP_OK;
-    r->headers_out.content_length_n = sizeof(kShell) - 1;
-    ngx_str_set(&r->headers_out.content_type, "text/html; charset=utf-8");
-    r->headers_out.content_type_len = r->headers_out.content_type.len;
-    ngx_int_t rc = ngx_http_send_header(r);
-    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) return rc;
-    ngx_buf_t* b = static_cast<ngx_buf_t*>(ngx_calloc_buf(r->pool));
-    if (b == nullptr) return NGX_ERROR;
-    b->pos = reinterpret_cast<u_char*>(const_cast<char*>(kShell));
-    b->last = b->pos + sizeof(kShell) - 1;
-    b->memory = 1;
-    b->last_buf = 1;
-    ngx_chain_t out{b, nullptr};
-    return ngx_http_output_filter(r, &out);
+    if (content_headers(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    return send_body(r, NGX_HTTP_OK, "text/html; charset=utf-8", std::string_view(kShell, sizeof(kShell) - 1));
 }
 
 }  // namespace

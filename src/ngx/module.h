@@ -126,6 +126,10 @@ RequestCtx* get_ctx(ngx_http_request_t* r);
 RequestCtx* create_ctx(ngx_http_request_t* r);
 
 // respond.cpp
+// A copy of s in the pool as one buffer (last_buf when last); an empty s
+// gives a special buffer that only marks the end.
+ngx_buf_t* string_buf(ngx_pool_t* pool, std::string_view s, bool last);
+ngx_int_t send_body(ngx_http_request_t* r, ngx_uint_t status, std::string_view content_type, std::string_view body);
 ngx_int_t send_json(ngx_http_request_t* r, ngx_uint_t status, const std::string& body);
 ngx_int_t send_error(ngx_http_request_t* r, ngx_uint_t status, std::string_view message, std::string_view type,
                      std::string_view code = {});

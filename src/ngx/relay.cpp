@@ -261,25 +261,12 @@ ngx_int_t sr_body_filter(ngx_http_request_t* sr, RequestCtx* ctx, ngx_chain_t* i
 
 // ------------------------------------------------------------ main-request side
 
-ngx_int_t finish(ngx_http_request_t* r, RequestCtx* ctx, std::string_view tail) {
-    ngx_chain_t* out = nullptr;
-    ngx_buf_t* b = static_cast<ngx_buf_t*>(ngx_calloc_buf(r->pool));
+// The end of the client's response, after what the provider sent.
+ngx_int_t finish(ngx_http_request_t* r, std::string_view tail) {
+    ngx_buf_t* b = string_buf(r->pool, tail, true);
     if (b == nullptr) return NGX_ERROR;
-    if (!tail.empty()) {
-        ngx_str_t s = pstr(r->pool, tail);
-        if (s.data == nullptr) return NGX_ERROR;
-        b->pos = s.data;
-        b->last = s.data + s.len;
-        b->memory = 1;
-    }
-    b->last_buf = 1;
-    b->last_in_chain = 1;
-    out = ngx_alloc_chain_link(r->pool);
-    if (out == nullptr) return NGX_ERROR;
-    out->buf = b;
-    out->next = nullptr;
-    (void)ctx;
-    return ngx_http_output_filter(r, out);
+    ngx_chain_t out{b, nullptr};
+    return ngx_http_output_filter(r, &out);
 }
 
 ngx_int_t answer_upstream_error(ngx_http_request_t* r, RequestCtx* ctx) {
@@ -300,11 +287,11 @@ ngx_int_t answer(ngx_http_request_t* r, RequestCtx* ctx) {
     case RequestCtx::Relay::Sse: {
         bool complete = ctx->saw_end && ctx->saw_done_event && !ctx->sse.has_partial() && !ctx->stream_broken;
         account_request(r->connection->log, main_conf(r), ctx);
-        if (complete || ctx->stream_error_event) return finish(r, ctx, {});
+        if (complete || ctx->stream_error_event) return finish(r, {});
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
                       "llm_gateway: provider \"%s\" stream ended before completion",
                       ctx->resolved.provider->name.c_str());
-        return finish(r, ctx, error_sse_event("the upstream stream ended before completion", "upstream_error",
+        return finish(r, error_sse_event("the upstream stream ended before completion", "upstream_error",
                                               "stream_interrupted"));
     }
     case RequestCtx::Relay::Pass:
@@ -317,7 +304,7 @@ ngx_int_t answer(ngx_http_request_t* r, RequestCtx* ctx) {
             r->keepalive = 0;
             return NGX_ERROR;   // close: the client sees an incomplete response, not a short 200
         }
-        return finish(r, ctx, {});
+        return finish(r, {});
     case RequestCtx::Relay::UpstreamError:
         account_request(r->connection->log, main_conf(r), ctx);
         return answer_upstream_error(r, ctx);
@@ -403,14 +390,8 @@ ngx_int_t main_body_filter(ngx_http_request_t* r, RequestCtx* ctx, ngx_chain_t* 
     }
     if (ctx->replacement_sent) return NGX_OK;
     ctx->replacement_sent = true;
-    ngx_buf_t* b = static_cast<ngx_buf_t*>(ngx_calloc_buf(r->pool));
-    ngx_str_t s = pstr(r->pool, ctx->replacement);
-    if (b == nullptr || s.data == nullptr) return NGX_ERROR;
-    b->pos = s.data;
-    b->last = s.data + s.len;
-    b->memory = 1;
-    b->last_buf = 1;
-    b->last_in_chain = 1;
+    ngx_buf_t* b = string_buf(r->pool, ctx->replacement, true);
+    if (b == nullptr) return NGX_ERROR;
     ngx_chain_t out{b, nullptr};
     return next_body_filter(r, &out);
 }

@@ -31,11 +31,27 @@ ngx_int_t add_header(ngx_http_request_t* r, std::string_view name, std::string_v
     return NGX_OK;
 }
 
-ngx_int_t send_json(ngx_http_request_t* r, ngx_uint_t status, const std::string& body) {
+ngx_buf_t* string_buf(ngx_pool_t* pool, std::string_view s, bool last) {
+    auto* b = static_cast<ngx_buf_t*>(ngx_calloc_buf(pool));
+    if (b == nullptr) return nullptr;
+    if (!s.empty()) {   // an empty one stays a special buffer: nginx refuses zero-size memory buffers
+        ngx_str_t copy = pstr(pool, s);
+        if (copy.data == nullptr) return nullptr;
+        b->pos = copy.data;
+        b->last = copy.data + copy.len;
+        b->memory = 1;
+    }
+    b->last_buf = last ? 1 : 0;
+    b->last_in_chain = 1;
+    return b;
+}
+
+ngx_int_t send_body(ngx_http_request_t* r, ngx_uint_t status, std::string_view content_type, std::string_view body) {
     if (RequestCtx* ctx = get_ctx(r)) ctx->own_response = true;
     r->headers_out.status = status;
     r->headers_out.content_length_n = static_cast<off_t>(body.size());
-    ngx_str_set(&r->headers_out.content_type, "application/json");
+    r->headers_out.content_type = pstr(r->pool, content_type);
+    if (r->headers_out.content_type.data == nullptr) return NGX_ERROR;
     r->headers_out.content_type_len = r->headers_out.content_type.len;
     r->headers_out.content_type_lowcase = nullptr;
     ngx_http_clear_accept_ranges(r);
@@ -45,13 +61,14 @@ ngx_int_t send_json(ngx_http_request_t* r, ngx_uint_t status, const std::string&
     ngx_int_t rc = ngx_http_send_header(r);
     if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) return rc;
 
-    ngx_buf_t* b = ngx_create_temp_buf(r->pool, body.size() ? body.size() : 1);
+    ngx_buf_t* b = string_buf(r->pool, body, r == r->main);
     if (b == nullptr) return NGX_ERROR;
-    b->last = ngx_cpymem(b->pos, body.data(), body.size());
-    b->last_buf = (r == r->main) ? 1 : 0;
-    b->last_in_chain = 1;
     ngx_chain_t out{b, nullptr};
     return ngx_http_output_filter(r, &out);
+}
+
+ngx_int_t send_json(ngx_http_request_t* r, ngx_uint_t status, const std::string& body) {
+    return send_body(r, status, "application/json", body);
 }
 
 ngx_int_t send_error(ngx_http_request_t* r, ngx_uint_t status, std::string_view message, std::string_view type,
