@@ -23,8 +23,6 @@ std::int64_t now_ms() {
     return static_cast<std::int64_t>(tp->sec) * 1000 + static_cast<std::int64_t>(tp->msec);
 }
 
-bool starts_with(const std::string& s, const char* p) { return s.rfind(p, 0) == 0; }
-
 class RedisStore : public CounterStore {
 public:
     RedisStore(StoreSettings* settings, CounterStore* fallback)
@@ -34,20 +32,15 @@ public:
     bool in_process_ttls() const override { return false; }
 
     void admit(const AdmissionPlan& plan, AdmitDone done) override {
-        std::int64_t t = now_ms();
-        if (!latch().should_try(t)) return degraded_admit(plan, std::move(done));
+        if (!latch().should_try(now_ms())) return degraded_admit(plan, std::move(done));
         auto p = std::make_shared<AdmissionPlan>(plan);
-        std::vector<std::string> keys;
-        std::vector<std::string> args = admit_script_args(*p, keys);
-        auto cmd = script_cmd("EVALSHA", admit_script_sha1(), keys, args);
-        conn_.exec({cmd}, [this, p, keys, args, done = std::move(done)](const std::string& err,
-                                                                         std::vector<RespValue>& replies) mutable {
+        conn_.exec({admit_command(*p, true)}, [this, p, done = std::move(done)](const std::string& err,
+                                                                               std::vector<RespValue>& replies) mutable {
             if (!err.empty()) return failed_admit(err, *p, std::move(done));
-            if (replies[0].type == RespValue::Type::Error && starts_with(replies[0].str, "NOSCRIPT")) {
+            if (is_noscript_error(replies[0])) {
                 // The server forgot the script (restart, SCRIPT FLUSH): send it whole.
-                auto full = script_cmd("EVAL", admit_script_source(), keys, args);
-                conn_.exec({full}, [this, p, done = std::move(done)](const std::string& err2,
-                                                                     std::vector<RespValue>& r2) mutable {
+                conn_.exec({admit_command(*p, false)}, [this, p, done = std::move(done)](
+                                                           const std::string& err2, std::vector<RespValue>& r2) mutable {
                     if (!err2.empty()) return failed_admit(err2, *p, std::move(done));
                     finish_admit(r2[0], *p, std::move(done));
                 });
@@ -151,15 +144,6 @@ public:
 
 private:
     StoreLatch& latch() { return settings_->latch; }
-
-    static std::vector<std::string> script_cmd(const char* verb, const std::string& script_or_sha,
-                                               const std::vector<std::string>& keys,
-                                               const std::vector<std::string>& args) {
-        std::vector<std::string> cmd{verb, script_or_sha, std::to_string(keys.size())};
-        cmd.insert(cmd.end(), keys.begin(), keys.end());
-        cmd.insert(cmd.end(), args.begin(), args.end());
-        return cmd;
-    }
 
     void finish_admit(const RespValue& v, const AdmissionPlan& plan, AdmitDone done) {
         AdmissionResult res;
