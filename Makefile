@@ -20,10 +20,10 @@ PROVE_JOBS  ?= 2
 NGX_CC_OPT  ?= -O2 -fstack-protector-strong
 NGX_LD_OPT  ?=
 
-CORE_SRCS   := $(sort $(wildcard src/core/*.cpp))
-CORE_HDRS   := $(wildcard src/core/*.h src/core/*.def)
-NGX_SRCS    := $(sort $(wildcard src/ngx/*.cpp))
-NGX_HDRS    := $(wildcard src/ngx/*.h)
+CORE_SRCS   := $(sort $(shell find src/core -name '*.cpp'))
+CORE_HDRS   := $(shell find src/core -name '*.h' -o -name '*.def')
+NGX_SRCS    := $(sort $(shell find src/ngx -name '*.cpp'))
+NGX_HDRS    := $(shell find src/ngx -name '*.h')
 UNIT_SRCS   := $(sort $(wildcard t/unit/*.cpp))
 
 # Debian's configure flags for its stock nginx (--with-compat et al.), so the

@@ -5,14 +5,14 @@
 #include <string>
 #include <vector>
 
-#include "core/gwconfig.h"
-#include "core/pricing.h"
-#include "core/openai.h"
-#include "core/sse.h"
+#include "core/config/gwconfig.h"
+#include "core/metering/pricing.h"
+#include "core/codec/openai.h"
+#include "core/codec/sse.h"
 #include "ngx/ngx_incl.h"
-#include "core/latch.h"
-#include "ngx/redis_conn.h"
-#include "ngx/store.h"
+#include "core/store/latch.h"
+#include "ngx/store/redis_conn.h"
+#include "ngx/store/store.h"
 
 extern "C" ngx_module_t ngx_http_llm_gateway_module;
 

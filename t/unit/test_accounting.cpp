@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "core/accounting.h"
+#include "core/metering/accounting.h"
 
 using namespace llmgw;
 

@@ -21,10 +21,10 @@
 #include <string>
 #include <vector>
 
-#include "core/admit_script.h"
-#include "core/limits.h"
-#include "core/resp.h"
-#include "core/windows.h"
+#include "core/store/admit_script.h"
+#include "core/metering/limits.h"
+#include "core/store/resp.h"
+#include "core/metering/windows.h"
 
 using namespace llmgw;
 using T = RespValue::Type;

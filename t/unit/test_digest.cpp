@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "core/digest.h"
+#include "core/config/digest.h"
 
 using llmgw::Digest;
 

@@ -2,8 +2,8 @@
 
 #include <rapidjson/document.h>
 
-#include "core/envelope.h"
-#include "core/sse.h"
+#include "core/json/envelope.h"
+#include "core/codec/sse.h"
 
 using llmgw::error_json;
 using llmgw::error_sse_event;

@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
-#include "core/gwconfig.h"
-#include "core/users_file.h"
+#include "core/config/gwconfig.h"
+#include "core/config/users_file.h"
 
 using namespace llmgw;
 

@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "core/latch.h"
+#include "core/store/latch.h"
 
 using namespace llmgw;
 

@@ -9,7 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/limits.h"
+#include "core/metering/limits.h"
 
 using namespace llmgw;
 

@@ -2,7 +2,7 @@
 
 #include <rapidjson/document.h>
 
-#include "core/openai.h"
+#include "core/codec/openai.h"
 
 using llmgw::ChunkKind;
 using llmgw::RequestDoc;

@@ -5,7 +5,7 @@
 #include <limits>
 #include <string>
 
-#include "core/pricing.h"
+#include "core/metering/pricing.h"
 
 using namespace llmgw;
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "core/resp.h"
+#include "core/store/resp.h"
 
 using namespace llmgw;
 using T = RespValue::Type;

@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/secret.h"
+#include "core/config/secret.h"
 
 using llmgw::describe_secret_ref;
 using llmgw::resolve_secret;

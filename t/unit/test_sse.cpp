@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "core/sse.h"
+#include "core/codec/sse.h"
 
 using llmgw::SseEvent;
 using llmgw::SseParser;

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "core/store_url.h"
+#include "core/config/store_url.h"
 
 using namespace llmgw;
 

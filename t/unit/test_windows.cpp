@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <ctime>
 
-#include "core/windows.h"
+#include "core/metering/windows.h"
 
 using namespace llmgw;
 

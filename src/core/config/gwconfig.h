@@ -1,0 +1,116 @@
+// The gateway's configuration model: providers, groups, users, aliases; its
+// cross-validation and the two lookups the request path needs (model
+// resolution and key -> user). No nginx: the shell feeds it directive by
+// directive and reports errors with the directive's file and line.
+#pragma once
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "core/config/digest.h"
+#include "core/metering/limits.h"
+#include "core/config/provider.h"
+
+namespace llmgw {
+
+struct ProviderConf {
+    std::string name;             // ^[A-Za-z0-9._-]+$, not "admin"
+    ProviderType type = ProviderType::OpenAI;
+    std::string location;         // internal location prefix, e.g. "/_llm/openai"
+    std::string key;              // resolved credential ("" = none injected)
+    std::string key_ref;          // how it was given (env:X, file:/p, literal)
+    std::vector<std::string> models;
+    bool is_default = false;
+    std::string where;            // "file:line" of the directive
+};
+
+struct GroupConf {
+    std::string name;
+    Limits limits;
+    std::string where;
+    bool implicit = false;        // created because a user named it; a declaration replaces it
+};
+
+struct UserConf {
+    std::string name;
+    std::string group = "default";
+    Digest key_digest{};
+    std::string key_source;       // env:X / file:/p / literal / sha256 (never the key)
+    bool admin = false;
+    Limits limits;
+    std::string where;            // "file:line" or "users file"
+};
+
+struct AliasConf {
+    std::string name;
+    std::string target;           // "<provider>/<model>"
+    std::string where;
+};
+
+struct Resolution {
+    const ProviderConf* provider = nullptr;
+    std::string upstream_model;   // the provider's own model id
+    std::string canonical;        // "<provider>/<model>"
+};
+
+// Users and groups as one immutable snapshot: the inline ones plus, when a
+// users file is configured, the file's. Swapped whole on reload.
+class Directory {
+public:
+    // Returns "" or a sentence saying what is wrong.
+    std::string add_group(GroupConf g);
+    std::string add_user(UserConf u);
+    // Creates the groups users name without declaring them (no limits).
+    void close();
+
+    const UserConf* find_by_key(std::string_view presented_key) const;
+    const UserConf* find_user(std::string_view name) const;
+    const GroupConf* find_group(std::string_view name) const;
+    const std::vector<UserConf>& users() const { return users_; }
+    const std::vector<GroupConf>& groups() const { return groups_; }
+
+private:
+    std::vector<UserConf> users_;
+    std::vector<GroupConf> groups_;
+    std::unordered_map<std::string, std::size_t> by_digest_;   // raw digest bytes
+    std::unordered_map<std::string, std::size_t> by_name_;
+    std::unordered_map<std::string, std::size_t> group_by_name_;
+};
+
+class GatewayConfig {
+public:
+    std::string add_provider(ProviderConf p);
+    std::string add_alias(AliasConf a);
+    Directory& inline_directory() { return inline_; }
+    const Directory& inline_directory() const { return inline_; }
+
+    // Cross-checks once every directive is read: aliases name a configured
+    // provider and never another alias, at most one default provider.
+    // Returns "" or a sentence naming the offending directive's file:line.
+    std::string finalize();
+
+    // Resolution rule (docs/models.md): an alias is rewritten to its target;
+    // "<provider>/<model>" with a configured provider name goes there; a bare
+    // id goes to the first provider listing it in models=; otherwise to the
+    // default provider (the one marked default, or the only provider).
+    // Returns false with err set when no provider serves the model.
+    bool resolve_model(std::string_view requested, Resolution& out, std::string& err) const;
+
+    const std::vector<ProviderConf>& providers() const { return providers_; }
+    const std::vector<AliasConf>& aliases() const { return aliases_; }
+    const ProviderConf* find_provider(std::string_view name) const;
+
+    static bool valid_provider_name(std::string_view name);
+
+private:
+    std::vector<ProviderConf> providers_;
+    std::vector<AliasConf> aliases_;
+    std::unordered_map<std::string, std::size_t> alias_index_;
+    std::unordered_map<std::string, std::size_t> model_index_;   // bare id -> provider
+    const ProviderConf* default_provider_ = nullptr;
+    Directory inline_;
+};
+
+}  // namespace llmgw

@@ -1,0 +1,27 @@
+// The gateway's error envelope (OpenAI style), used for every error the
+// gateway itself generates:
+//   {"error":{"message":"...","type":"...","code":"..."|null,"param":null}}
+#pragma once
+#include <string>
+#include <string_view>
+
+namespace llmgw {
+
+// code may be empty, which is rendered as null.
+std::string error_json(std::string_view message, std::string_view type, std::string_view code = {});
+
+// The same envelope as one SSE event, "event: error\ndata: {...}\n\n".
+std::string error_sse_event(std::string_view message, std::string_view type, std::string_view code = {});
+
+// JSON string escaping (quotes not included), valid UTF-8 out: invalid bytes
+// become U+FFFD (one per maximal invalid subpart). Control characters become
+// \n \r \t \b \f or \u00XX. All three functions return "" (append nothing
+// more) only when memory runs out.
+void json_escape_append(std::string& out, std::string_view s);
+
+// Whether s is well-formed UTF-8 (no overlongs, surrogates or code points
+// over U+10FFFF), and s with every maximal invalid subpart replaced by U+FFFD.
+bool is_valid_utf8(std::string_view s);
+std::string to_valid_utf8(std::string_view s);
+
+}  // namespace llmgw

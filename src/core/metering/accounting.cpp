@@ -1,0 +1,76 @@
+// The post-response accounting batch: tokens, cost and the served model's
+// request counter, in one list of increments.
+#include "core/metering/accounting.h"
+
+namespace llmgw {
+
+std::string_view metric_name(Metric m) {
+    static const std::string_view names[kMetricCount] = {"req", "tokin", "tokout", "cost", "rej", "att", "fail"};
+    return names[m];
+}
+
+int metric_from_name(std::string_view name) {
+    for (int m = 0; m < kMetricCount; ++m) {
+        if (metric_name(static_cast<Metric>(m)) == name) return m;
+    }
+    return -1;
+}
+
+bool ScopeDelta::any() const {
+    for (std::int64_t d : delta) {
+        if (d != 0) return true;
+    }
+    return false;
+}
+
+// An estimated usage needs nothing special here: the caller has already put
+// the whole estimate in usage.prompt_tokens. With an empty in.model there is
+// no model scope.
+std::vector<ScopeDelta> accounting_deltas(const AccountingInput& in) {
+    std::vector<ScopeDelta> out;
+    out.reserve(in.scopes.size() + 3);   // room for the caller's provider scopes
+    auto usage = [&in](ScopeDelta& d) {
+        if (in.usage.prompt_tokens > 0) d.delta[kMetricTokIn] = in.usage.prompt_tokens;
+        if (in.usage.completion_tokens > 0) d.delta[kMetricTokOut] = in.usage.completion_tokens;
+        if (in.cost_micros > 0) d.delta[kMetricCost] = in.cost_micros;
+    };
+    for (const Scope& s : in.scopes) {
+        ScopeDelta d;
+        d.kind = s.kind;
+        d.id = s.id;
+        usage(d);
+        out.push_back(d);
+    }
+    if (!in.model.empty()) {
+        ScopeDelta d;
+        d.kind = "model";
+        d.id = in.model;
+        d.delta[kMetricReq] = 1;
+        usage(d);
+        out.push_back(d);
+    }
+    return out;
+}
+
+void append_incrs(const std::vector<ScopeDelta>& deltas, std::time_t now, bool in_process, std::vector<Incr>& out) {
+    for (const ScopeDelta& d : deltas) {
+        for (int m = 0; m < kMetricCount; ++m) {
+            if (d.delta[m] == 0) continue;
+            for (int i = 0; i < kWindowCount; ++i) {
+                const Window w = static_cast<Window>(i);
+                const std::int64_t ttl = in_process ? ttl_seconds_in_process(w) : ttl_seconds(w);
+                out.push_back(Incr{counter_key(d.kind, d.id, metric_name(static_cast<Metric>(m)), w, bucket(w, now)),
+                                   d.delta[m], ttl});
+            }
+        }
+    }
+}
+
+std::vector<Incr> build_accounting(const AccountingInput& in, std::time_t now, bool in_process) {
+    std::vector<Incr> out;
+    out.reserve((in.scopes.size() + 1) * 4 * kWindowCount + 16);
+    append_incrs(accounting_deltas(in), now, in_process, out);
+    return out;
+}
+
+}  // namespace llmgw

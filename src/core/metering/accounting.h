@@ -1,0 +1,48 @@
+// The post-response accounting batch (no nginx).
+#pragma once
+#include <cstdint>
+#include <ctime>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/metering/limits.h"
+#include "core/codec/openai.h"
+
+namespace llmgw {
+
+struct AccountingInput {
+    std::vector<Scope> scopes;     // user, group, total
+    std::string model;             // canonical <provider>/<model> that answered
+    Usage usage;                   // possibly estimated
+    bool estimated = false;        // usage = body size / 4, all to tokin
+    std::int64_t cost_micros = 0;
+};
+
+// The metrics a scope counts, in the order their increments are listed.
+enum Metric { kMetricReq, kMetricTokIn, kMetricTokOut, kMetricCost, kMetricRej, kMetricAtt, kMetricFail, kMetricCount };
+std::string_view metric_name(Metric m);   // "req", "tokin", ...
+// -1 when the name is not one of the metrics above.
+int metric_from_name(std::string_view name);
+
+// What one scope gains from a request, in every window. kind and id view
+// strings that outlive the deltas (the AccountingInput's, or literals).
+struct ScopeDelta {
+    std::string_view kind, id;
+    std::int64_t delta[kMetricCount] = {};
+    bool any() const;
+};
+
+// For every scope and for the model scope: tokin (prompt) and tokout
+// (completion), a zero direction skipped; cost when > 0. The model scope
+// also gets req (the served model's request counter).
+std::vector<ScopeDelta> accounting_deltas(const AccountingInput& in);
+
+// The deltas as counter increments: per scope, per metric in enum order,
+// per window (min, hour, day, month); zero deltas skipped.
+void append_incrs(const std::vector<ScopeDelta>& deltas, std::time_t now, bool in_process, std::vector<Incr>& out);
+
+// append_incrs(accounting_deltas(in)).
+std::vector<Incr> build_accounting(const AccountingInput& in, std::time_t now, bool in_process);
+
+}  // namespace llmgw

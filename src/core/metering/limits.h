@@ -1,0 +1,97 @@
+// Limits of a user or group, their validation, and the admission plan: which
+// counters to check and bump for one metered request, in precedence order
+// (no nginx).
+#pragma once
+#include <cstdint>
+#include <ctime>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/metering/windows.h"
+
+namespace llmgw {
+
+struct Limits {
+    std::int64_t requests_per_minute = 0;  // 0 = none
+    std::int64_t requests_per_day = 0;
+    std::int64_t tokens_per_day = 0;       // input + output
+    std::int64_t tokens_per_month = 0;
+    std::int64_t cost_per_day_micros = 0;  // micro-USD
+    std::int64_t cost_per_month_micros = 0;
+    bool any() const;
+    bool has_cost_budget() const { return cost_per_day_micros > 0 || cost_per_month_micros > 0; }
+};
+
+// Sets one limit from its spec name (requestsPerMinute, requestsPerDay,
+// tokensPerDay, tokensPerMonth, costPerDayUSD, costPerMonthUSD) or its
+// directive name (requests_per_minute, ..., cost_per_day, cost_per_month).
+// Counts must be integers >= 0; costs finite numbers >= 0, converted to
+// micro-USD rounded to nearest. Returns "" or a sentence saying what is wrong.
+std::string set_limit(Limits& l, std::string_view name, std::string_view value);
+// The same for a JSON number already parsed (users file).
+std::string set_limit_number(Limits& l, std::string_view name, double value, bool is_integer);
+
+// USD (finite, >= 0) to micro-USD, rounded to nearest, saturating at INT64_MAX.
+std::int64_t usd_to_micros(double usd);
+
+struct Scope {
+    std::string kind;              // user, group, total, model, prov, provmodel, mcp, agent
+    std::string id;
+    const Limits* limits = nullptr;  // null: counted, never violates
+};
+
+enum class ViolationKind { None, RateLimit, Budget, StoreDown };
+
+struct Check {
+    std::vector<std::string> keys;  // summed (tokens: tokin + tokout)
+    std::int64_t limit = 0;
+    std::int64_t add = 0;           // 1 for request limits (breach when sum + 1 > limit), 0 for tokens/cost (breach when sum >= limit)
+    ViolationKind kind = ViolationKind::RateLimit;
+    std::int64_t retry_after = 0;   // seconds until this window ends
+    std::string message;            // e.g. "rate limit exceeded: user \"alice\" requestsPerMinute 50", "budget exceeded: group \"eng\" costPerDayUSD 1.5"
+};
+
+struct Incr {
+    std::string key;
+    std::int64_t delta = 0;
+    std::int64_t ttl = 0;           // seconds
+};
+
+// One metered request's admission, atomic in the store: run checks in order;
+// the first breach wins. No breach: apply `admit` increments. Breach: apply
+// `reject` increments instead (rejection counters), nothing else.
+struct AdmissionPlan {
+    std::vector<Check> checks;
+    std::vector<Incr> admit;
+    std::vector<Incr> reject;
+};
+
+// scopes: the request's user, group and total scopes (more may follow).
+// Admission bumps req in every window (min, hour, day, month) of every
+// scope; rejection bumps "rej" (day window) of every user/group scope and of
+// total. in_process selects ttl_seconds_in_process.
+AdmissionPlan build_admission_plan(const std::vector<Scope>& scopes, std::time_t now, bool in_process);
+
+struct AdmissionResult {
+    bool admitted = true;
+    ViolationKind kind = ViolationKind::None;
+    std::int64_t retry_after = 0;
+    std::string message;
+    int check_index = -1;
+};
+
+// The store seen by the plan executor: reads and increments under one lock.
+class KvTxn {
+public:
+    virtual ~KvTxn() = default;
+    virtual std::int64_t get(const std::string& key) = 0;        // 0 when absent or expired
+    // false when the store is out of memory (the whole operation fails)
+    virtual bool incr(const std::string& key, std::int64_t delta, std::int64_t ttl) = 0;
+};
+
+// Runs a plan against a store already locked by the caller. Returns false
+// (and leaves result untouched) when an increment failed.
+bool execute_admission(KvTxn& kv, const AdmissionPlan& plan, AdmissionResult& result);
+
+}  // namespace llmgw

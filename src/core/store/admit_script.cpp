@@ -1,0 +1,287 @@
+// The admission script and the store command builders (see admit_script.h).
+#include "core/store/admit_script.h"
+
+#include <openssl/evp.h>
+
+#include <utility>
+
+namespace llmgw {
+
+namespace {
+
+// Redis runs Lua 5.1: numbers are doubles and globals are forbidden. Every
+// int64 stays decimal text until split into hi * 1e9 + lo (both exact as
+// doubles), so sums and comparisons are exact over the whole int64 range.
+const char kScript[] = R"LUA(-- llmgw admission v1: KEYS/ARGV layout in src/core/admit_script.h
+local B = 1000000000
+local function split(s)
+  local neg = string.sub(s, 1, 1) == '-'
+  if neg then s = string.sub(s, 2) end
+  local n = string.len(s)
+  local hi, lo = 0, 0
+  if n > 9 then
+    hi = tonumber(string.sub(s, 1, n - 9))
+    lo = tonumber(string.sub(s, n - 8))
+  else
+    lo = tonumber(s)
+  end
+  if neg then return -hi, -lo end
+  return hi, lo
+end
+local function norm(h, l)
+  while l < 0 do l = l + B; h = h - 1 end
+  while l >= B do l = l - B; h = h + 1 end
+  return h, l
+end
+local function less(h1, l1, h2, l2)
+  if h1 ~= h2 then return h1 < h2 end
+  return l1 < l2
+end
+local function bump(key, delta, ttl)
+  local r = redis.pcall('INCRBY', key, delta)
+  if type(r) == 'table' and r.err then
+    if not string.find(r.err, 'overflow', 1, true) then return r end
+    local pt = redis.call('PTTL', key)
+    local sat = '9223372036854775807'
+    if string.sub(delta, 1, 1) == '-' then sat = '-9223372036854775808' end
+    redis.call('SET', key, sat)
+    if pt > 0 then redis.call('PEXPIRE', key, pt) end
+  end
+  if redis.call('PTTL', key) == -1 then redis.call('EXPIRE', key, ttl) end
+  return nil
+end
+local a, k = 1, 1
+local nchecks = tonumber(ARGV[a]); a = a + 1
+local rejected = nil
+for i = 1, nchecks do
+  local nkeys = tonumber(ARGV[a])
+  local limit, add = ARGV[a + 1], ARGV[a + 2]
+  a = a + 3
+  if not rejected then
+    local sh, sl = 0, 0
+    for j = 1, nkeys do
+      local v = redis.call('GET', KEYS[k + j - 1])
+      if v then
+        if string.len(v) > 20 or not string.match(v, '^%-?%d+$') then
+          return redis.error_reply('llmgw: counter is not an integer: ' .. KEYS[k + j - 1])
+        end
+        local h, l = split(v)
+        sh = sh + h; sl = sl + l
+      end
+    end
+    local lh, ll = norm(split(limit))
+    local breach
+    if add ~= '0' then
+      local ah, al = split(add)
+      local th, tl = norm(sh + ah, sl + al)
+      breach = less(lh, ll, th, tl)
+    else
+      local th, tl = norm(sh, sl)
+      breach = not less(th, tl, lh, ll)
+    end
+    if breach then rejected = i end
+  end
+  k = k + nkeys
+end
+local nadmit = tonumber(ARGV[a]); a = a + 1
+local first_admit, first_arg = k, a
+k = k + nadmit; a = a + 2 * nadmit
+local nreject = tonumber(ARGV[a]); a = a + 1
+if rejected then
+  first_admit, first_arg = k, a
+  nadmit = nreject
+end
+for i = 0, nadmit - 1 do
+  local e = bump(KEYS[first_admit + i], ARGV[first_arg + 2 * i], ARGV[first_arg + 2 * i + 1])
+  if e then return e end
+end
+if rejected then return {1, rejected - 1} end
+return {0}
+)LUA";
+
+// The accounting batch as one script call: INCRBY each key and give a key
+// its TTL when it has none (a new key), the same rule as the admission
+// script. KEYS: the counters; ARGV: delta, ttl per key.
+const char kAccountScript[] = R"LUA(-- llm_gateway accounting v1
+for i = 1, #KEYS do
+  redis.call('INCRBY', KEYS[i], ARGV[2 * i - 1])
+  if redis.call('PTTL', KEYS[i]) == -1 then
+    redis.call('EXPIRE', KEYS[i], ARGV[2 * i])
+  end
+end
+return #KEYS
+)LUA";
+
+std::string sha1_hex(const std::string& s) {
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int len = 0;
+    if (EVP_Digest(s.data(), s.size(), md, &len, EVP_sha1(), nullptr) != 1 || len != 20) return std::string();
+    static const char kHex[] = "0123456789abcdef";
+    std::string hex;
+    for (unsigned int i = 0; i < len; ++i) {
+        hex.push_back(kHex[md[i] >> 4]);
+        hex.push_back(kHex[md[i] & 15]);
+    }
+    return hex;
+}
+
+}  // namespace
+
+const std::string& account_script_source() {
+    static const std::string source(kAccountScript);
+    return source;
+}
+
+std::string account_script_sha1() {
+    try {
+        static const std::string sha = sha1_hex(account_script_source());
+        return sha;
+    } catch (...) {
+        return std::string();
+    }
+}
+
+std::vector<std::string> account_command(const std::vector<Incr>& incrs, bool by_sha) {
+    std::vector<std::string> cmd;
+    try {
+        cmd.reserve(3 + 3 * incrs.size());
+        cmd.push_back(by_sha ? "EVALSHA" : "EVAL");
+        cmd.push_back(by_sha ? account_script_sha1() : account_script_source());
+        cmd.push_back(std::to_string(incrs.size()));
+        for (const Incr& in : incrs) cmd.push_back(in.key);
+        for (const Incr& in : incrs) {
+            cmd.push_back(std::to_string(in.delta));
+            cmd.push_back(std::to_string(in.ttl));
+        }
+    } catch (...) {
+        cmd.clear();
+    }
+    return cmd;
+}
+
+const std::string& admit_script_source() {
+    static const std::string source(kScript);
+    return source;
+}
+
+std::string admit_script_sha1() {
+    try {
+        static const std::string sha = sha1_hex(admit_script_source());
+        return sha;
+    } catch (...) {
+        return std::string();
+    }
+}
+
+std::vector<std::string> admit_script_args(const AdmissionPlan& plan, std::vector<std::string>& keys) {
+    std::vector<std::string> args;
+    keys.clear();
+    try {
+        args.push_back(std::to_string(plan.checks.size()));
+        for (const Check& c : plan.checks) {
+            args.push_back(std::to_string(c.keys.size()));
+            args.push_back(std::to_string(c.limit));
+            args.push_back(c.add > 0 ? std::to_string(c.add) : std::string("0"));
+            keys.insert(keys.end(), c.keys.begin(), c.keys.end());
+        }
+        for (const std::vector<Incr>* incrs : {&plan.admit, &plan.reject}) {
+            args.push_back(std::to_string(incrs->size()));
+            for (const Incr& in : *incrs) {
+                args.push_back(std::to_string(in.delta));
+                args.push_back(std::to_string(in.ttl));
+                keys.push_back(in.key);
+            }
+        }
+    } catch (...) {
+        keys.clear();
+        args.clear();
+    }
+    return args;
+}
+
+std::vector<std::string> admit_command(const AdmissionPlan& plan, bool by_sha) {
+    std::vector<std::string> cmd;
+    try {
+        std::vector<std::string> keys;
+        std::vector<std::string> args = admit_script_args(plan, keys);
+        if (args.empty()) return cmd;
+        cmd.reserve(3 + keys.size() + args.size());
+        if (by_sha) {
+            cmd.push_back("EVALSHA");
+            cmd.push_back(admit_script_sha1());
+        } else {
+            cmd.push_back("EVAL");
+            cmd.push_back(admit_script_source());
+        }
+        cmd.push_back(std::to_string(keys.size()));
+        for (std::string& k : keys) cmd.push_back(std::move(k));
+        for (std::string& a : args) cmd.push_back(std::move(a));
+    } catch (...) {
+        cmd.clear();
+    }
+    return cmd;
+}
+
+bool is_noscript_error(const RespValue& reply) {
+    return reply.type == RespValue::Type::Error && reply.str.compare(0, 8, "NOSCRIPT") == 0;
+}
+
+bool decode_admit_reply(const RespValue& reply, const AdmissionPlan& plan, AdmissionResult& result,
+                        std::string& err) {
+    try {
+        using T = RespValue::Type;
+        if (reply.type == T::Error) {
+            constexpr std::size_t kMax = 200;
+            err = "the store failed the admission script: " +
+                  (reply.str.size() <= kMax ? reply.str : reply.str.substr(0, kMax) + "...");
+            return false;
+        }
+        const std::vector<RespValue>& e = reply.elements;
+        if (reply.type == T::Array && e.size() == 1 && e[0].type == T::Integer && e[0].integer == 0) {
+            result = AdmissionResult{};
+            return true;
+        }
+        if (reply.type == T::Array && e.size() == 2 && e[0].type == T::Integer && e[0].integer == 1 &&
+            e[1].type == T::Integer) {
+            if (e[1].integer < 0 || static_cast<unsigned long long>(e[1].integer) >= plan.checks.size()) {
+                err = "the admission script named check " + std::to_string(e[1].integer) + " of " +
+                      std::to_string(plan.checks.size());
+                return false;
+            }
+            const Check& c = plan.checks[static_cast<std::size_t>(e[1].integer)];
+            AdmissionResult r;
+            r.admitted = false;
+            r.kind = c.kind;
+            r.retry_after = c.retry_after;
+            r.message = c.message;
+            r.check_index = static_cast<int>(e[1].integer);
+            result = std::move(r);
+            return true;
+        }
+        err = "unexpected reply to the admission script (want {0} or {1, check})";
+        return false;
+    } catch (...) {
+        err.clear();
+        return false;
+    }
+}
+
+std::vector<std::vector<std::string>> incr_commands(const std::vector<Incr>& incrs, bool expire_nx) {
+    std::vector<std::vector<std::string>> cmds;
+    try {
+        cmds.reserve(2 * incrs.size());
+        for (const Incr& in : incrs) {
+            cmds.push_back({"INCRBY", in.key, std::to_string(in.delta)});
+            if (expire_nx) {
+                cmds.push_back({"EXPIRE", in.key, std::to_string(in.ttl), "NX"});
+            } else {
+                cmds.push_back({"EXPIRE", in.key, std::to_string(in.ttl)});
+            }
+        }
+    } catch (...) {
+        cmds.clear();
+    }
+    return cmds;
+}
+
+}  // namespace llmgw

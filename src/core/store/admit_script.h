@@ -1,0 +1,98 @@
+// Admission and accounting against a RESP2 store (Redis >= 5; EXPIRE NX of
+// incr_commands needs >= 7.0, see there). No nginx, no I/O: these build
+// command argv vectors (send them with resp_command) and decode replies.
+//
+// ---- The admission script ----
+// One Lua script runs an AdmissionPlan atomically in the store with exactly
+// the semantics of execute_admission (core/limits.cpp):
+//   - checks in order, the first breach wins; a check sums its keys (GET,
+//     absent = 0); add > 0: breach when sum + add > limit; otherwise breach
+//     when sum >= limit. The arithmetic is exact over int64 (the script
+//     splits decimals into 1e9 limbs: no double rounding above 2^53);
+//   - no breach: the admit increments; a breach: the reject increments
+//     instead, nothing else;
+//   - an increment is INCRBY key delta, saturating at INT64_MAX/INT64_MIN on
+//     overflow like the shared-memory store (keeping the key's TTL); then
+//     EXPIRE key ttl when the key has no TTL (PTTL == -1), i.e. a new key's
+//     TTL is set once and never pushed back by later increments.
+// A counter that is not an integer (or a key of another type) makes the
+// script reply an error; increments applied before it stay (Redis scripts
+// do not roll back), as with a store that fails half-way.
+//
+// Encoding (EVALSHA sha numkeys KEYS... ARGV...):
+//   KEYS = the keys of check 0, of check 1, ..., then the admit keys, then
+//          the reject keys, each in plan order;
+//   ARGV = nchecks, then per check: nkeys, limit, add ("0" when add <= 0),
+//          then nadmit, then per admit increment: delta, ttl,
+//          then nreject, then per reject increment: delta, ttl.
+//   All numbers are decimal int64 text.
+// Reply: {0} admitted; {1, i} rejected by check i, 0-based (the index in
+// plan.checks, = AdmissionResult::check_index).
+//
+// Send EVALSHA first; when the reply is a NOSCRIPT error (script cache
+// flushed, store restarted, failover), send EVAL with the source, which also
+// loads it for the next EVALSHA.
+//
+// ---- Redis Cluster (not supported) ----
+// Keys are "llmgw:<kind>:<id>:<metric>:<window>:<bucket>". For a cluster,
+// the scope would become a hash tag, "llmgw:{<kind>:<id>}:<metric>:...", so
+// that all counters of one scope share a slot. One admission still spans
+// the user, group and total scopes (three slots), and a script may only
+// touch keys of one slot, so cluster support would need one script per
+// scope (check, then increment) and a compensation step when a later scope
+// rejects, i.e. admission would no longer be one atomic step.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "core/metering/limits.h"
+#include "core/store/resp.h"
+
+namespace llmgw {
+
+// The Lua source (the exact bytes hashed by SCRIPT LOAD).
+const std::string& admit_script_source();
+// SHA1 of the source, 40 lowercase hex digits (what SCRIPT LOAD returns).
+// "" only if the digest could not be computed (out of memory).
+std::string admit_script_sha1();
+
+// ARGV for the plan (see above); keys is replaced by KEYS.
+std::vector<std::string> admit_script_args(const AdmissionPlan& plan, std::vector<std::string>& keys);
+
+// The whole command: {"EVALSHA", sha1, numkeys, KEYS..., ARGV...}, or with
+// by_sha false {"EVAL", source, numkeys, KEYS..., ARGV...}.
+std::vector<std::string> admit_command(const AdmissionPlan& plan, bool by_sha = true);
+
+// True for the store's "NOSCRIPT No matching script..." error reply.
+bool is_noscript_error(const RespValue& reply);
+
+// Fills result from the script's reply: {0}, or {1, i} with i a valid index
+// into plan.checks (kind, retry_after, message and check_index come from
+// that check). Anything else (an error reply, another shape, an index out of
+// range) returns false with err a sentence, and result untouched.
+bool decode_admit_reply(const RespValue& reply, const AdmissionPlan& plan, AdmissionResult& result,
+                        std::string& err);
+
+// The post-response accounting batch as ONE command: EVALSHA (by_sha) or
+// EVAL of the accounting script, KEYS = the counters, ARGV = delta, ttl per
+// counter. Each counter is INCRBY'd and, when it has no TTL yet, given its
+// TTL. Reply: Integer, the number of counters. Empty on out of memory.
+const std::string& account_script_source();
+std::string account_script_sha1();
+std::vector<std::string> account_command(const std::vector<Incr>& incrs, bool by_sha = true);
+
+// The post-response accounting batch, pipelined (not atomic, not a script):
+// per Incr, in order, two commands, so 2 * incrs.size() replies:
+//   INCRBY key delta        -> Integer (the new value)
+//   EXPIRE key ttl NX       -> Integer (1 when the TTL was set, 0 when the
+//                              key already had one)
+// EXPIRE ... NX (Redis >= 7.0) sets the TTL once per key, when the first
+// write creates it; later writes never push it back, like the script. On an
+// older server NX is a syntax error: pass expire_nx = false to send plain
+// EXPIRE key ttl, which refreshes the TTL on every write; that is harmless
+// for counters (each key is one window's bucket and every TTL outlives its
+// window) but keeps a key up to one TTL after its last write. An INCRBY that
+// would overflow int64 replies an error and leaves the counter unchanged.
+std::vector<std::vector<std::string>> incr_commands(const std::vector<Incr>& incrs, bool expire_nx = true);
+
+}  // namespace llmgw

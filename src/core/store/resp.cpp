@@ -1,0 +1,246 @@
+// RESP2 codec over hiredis's reader and command formatter. hiredis calls our
+// object functions while it parses; they build RespValue trees and refuse
+// what the store must never send us (long or nested arrays).
+#include "core/store/resp.h"
+
+#include <hiredis/hiredis.h>
+#include <hiredis/read.h>
+
+#include <climits>
+#include <new>
+#include <utility>
+
+namespace llmgw {
+
+namespace {
+
+// What the object functions see (redisReader.privdata, copied into every
+// task): the reason they refused a reply.
+struct CallbackState {
+    std::string cb_error;
+};
+
+}  // namespace
+
+struct RespReader::Impl {
+    redisReader* r = nullptr;
+    std::size_t max_buffer = kRespDefaultMaxBuffer;
+    CallbackState cbs;
+    std::string dead;       // non-empty: the reader is dead, this is why
+
+    ~Impl() {
+        if (r != nullptr) redisReaderFree(r);
+    }
+};
+
+namespace {
+
+CallbackState* state_of(const redisReadTask* t) { return static_cast<CallbackState*>(t->privdata); }
+
+void refuse(const redisReadTask* t, const char* msg) {
+    CallbackState* im = state_of(t);
+    if (im == nullptr) return;
+    try {
+        im->cb_error = msg;
+    } catch (...) {
+    }
+}
+
+// Where the value of this task goes: a new root, or its slot in the parent
+// array (owned by the parent; hiredis frees only roots).
+RespValue* place(const redisReadTask* t) {
+    if (t->parent == nullptr) return new (std::nothrow) RespValue();
+    auto* parent = static_cast<RespValue*>(t->parent->obj);
+    if (parent == nullptr || t->idx < 0 || static_cast<std::size_t>(t->idx) >= parent->elements.size()) {
+        refuse(t, "invalid store reply: array element out of place");
+        return nullptr;
+    }
+    return &parent->elements[static_cast<std::size_t>(t->idx)];
+}
+
+void* create_string(const redisReadTask* t, char* s, size_t len) {
+    RespValue::Type type;
+    switch (t->type) {
+    case REDIS_REPLY_STRING:
+        // hiredis skips the two bytes after a bulk string without looking.
+        if (s[len] != '\r' || s[len + 1] != '\n') {
+            refuse(t, "invalid store reply: bulk string not followed by CRLF");
+            return nullptr;
+        }
+        type = RespValue::Type::String;
+        break;
+    case REDIS_REPLY_STATUS:
+        type = RespValue::Type::Status;
+        break;
+    case REDIS_REPLY_ERROR:
+        type = RespValue::Type::Error;
+        break;
+    default:
+        refuse(t, "invalid store reply: unexpected string type");
+        return nullptr;
+    }
+    std::string text;
+    try {
+        text.assign(s, len);
+    } catch (...) {
+        return nullptr;
+    }
+    RespValue* v = place(t);
+    if (v == nullptr) return nullptr;
+    v->type = type;
+    v->str = std::move(text);
+    return v;
+}
+
+void* create_array(const redisReadTask* t, int n) {
+    if (t->parent != nullptr) {
+        refuse(t, "nested array in store reply");
+        return nullptr;
+    }
+    if (n < 0 || static_cast<std::size_t>(n) > kRespMaxArray) {
+        CallbackState* im = state_of(t);
+        if (im != nullptr) {
+            try {
+                im->cb_error = "store reply array too long (" + std::to_string(n) + " > " +
+                               std::to_string(kRespMaxArray) + ")";
+            } catch (...) {
+            }
+        }
+        return nullptr;
+    }
+    RespValue* v = place(t);
+    if (v == nullptr) return nullptr;
+    v->type = RespValue::Type::Array;
+    try {
+        v->elements.resize(static_cast<std::size_t>(n));
+    } catch (...) {
+        delete v;  // a root: nothing else points to it yet
+        return nullptr;
+    }
+    return v;
+}
+
+void* create_integer(const redisReadTask* t, long long value) {
+    RespValue* v = place(t);
+    if (v == nullptr) return nullptr;
+    v->type = RespValue::Type::Integer;
+    v->integer = value;
+    return v;
+}
+
+void* create_nil(const redisReadTask* t) {
+    RespValue* v = place(t);
+    if (v == nullptr) return nullptr;
+    v->type = RespValue::Type::Nil;
+    return v;
+}
+
+// Called by hiredis for roots only (redisReader.reply).
+void free_object(void* p) { delete static_cast<RespValue*>(p); }
+
+redisReplyObjectFunctions g_functions = {create_string, create_array, create_integer, create_nil, free_object};
+
+}  // namespace
+
+RespReader::RespReader(std::size_t max_buffer) {
+    impl_.reset(new (std::nothrow) Impl());
+    if (!impl_) return;
+    impl_->max_buffer = max_buffer;
+    impl_->r = redisReaderCreateWithFunctions(&g_functions);
+    if (impl_->r == nullptr) {
+        impl_->dead = "out of memory for the store reply reader";
+        return;
+    }
+    impl_->r->privdata = &impl_->cbs;
+}
+
+RespReader::~RespReader() = default;
+RespReader::RespReader(RespReader&&) noexcept = default;
+RespReader& RespReader::operator=(RespReader&&) noexcept = default;
+
+bool RespReader::feed(const char* data, std::size_t len) {
+    if (!impl_ || !impl_->dead.empty() || impl_->r == nullptr) return false;
+    try {
+        redisReader* r = impl_->r;
+        const std::size_t pending = r->len - r->pos;
+        if (len > impl_->max_buffer || pending > impl_->max_buffer - len) {
+            impl_->dead = "store reply too large (more than " + std::to_string(impl_->max_buffer) +
+                          " bytes buffered)";
+            return false;
+        }
+        if (len == 0) return true;
+        if (redisReaderFeed(r, data, len) != REDIS_OK) {
+            impl_->dead = std::string("invalid store reply: ") + r->errstr;
+            return false;
+        }
+        return true;
+    } catch (...) {
+        if (impl_->dead.empty()) impl_->dead = "out of memory reading a store reply";
+        return false;
+    }
+}
+
+RespReader::Result RespReader::next(RespValue& out, std::string& err) {
+    try {
+        if (!impl_) {
+            err = "store reply reader is not usable";
+            return Result::Error;
+        }
+        if (!impl_->dead.empty()) {
+            err = impl_->dead;
+            return Result::Error;
+        }
+        void* reply = nullptr;
+        if (redisReaderGetReply(impl_->r, &reply) != REDIS_OK) {
+            if (!impl_->cbs.cb_error.empty()) {
+                impl_->dead = impl_->cbs.cb_error;
+            } else {
+                impl_->dead = std::string("invalid store reply: ") + impl_->r->errstr;
+            }
+            err = impl_->dead;
+            return Result::Error;
+        }
+        if (reply == nullptr) return Result::NeedMore;
+        RespValue* v = static_cast<RespValue*>(reply);
+        out = std::move(*v);
+        delete v;
+        return Result::Reply;
+    } catch (...) {
+        if (impl_ && impl_->dead.empty()) impl_->dead = "out of memory reading a store reply";
+        try {
+            err = "out of memory reading a store reply";
+        } catch (...) {
+        }
+        return Result::Error;
+    }
+}
+
+std::string resp_command(const std::vector<std::string>& argv) {
+    if (argv.empty() || argv.size() > static_cast<std::size_t>(INT_MAX)) return std::string();
+    try {
+        std::vector<const char*> ptrs;
+        std::vector<size_t> lens;
+        ptrs.reserve(argv.size());
+        lens.reserve(argv.size());
+        for (const std::string& a : argv) {
+            ptrs.push_back(a.data());
+            lens.push_back(a.size());
+        }
+        char* cmd = nullptr;
+        const int n = redisFormatCommandArgv(&cmd, static_cast<int>(argv.size()), ptrs.data(), lens.data());
+        if (n < 0 || cmd == nullptr) return std::string();
+        std::string out;
+        try {
+            out.assign(cmd, static_cast<std::size_t>(n));
+        } catch (...) {
+            redisFreeCommand(cmd);
+            return std::string();
+        }
+        redisFreeCommand(cmd);
+        return out;
+    } catch (...) {
+        return std::string();
+    }
+}
+
+}  // namespace llmgw

@@ -1,0 +1,92 @@
+// Accounting after the provider answered: tokens, cost and the served
+// model's request counter in one batch; provider attempt/failure counters;
+// last-seen stamps at most once per scope per minute per worker.
+#include <unordered_map>
+
+#include "core/metering/accounting.h"
+#include "ngx/module.h"
+
+namespace llmgw {
+namespace {
+
+constexpr std::int64_t kSeenTtl = 400 * 86400;
+
+// scope key -> minute of the last last-seen write from this worker.
+std::unordered_map<std::string, std::int64_t>& seen_cache() {
+    static std::unordered_map<std::string, std::int64_t> cache;
+    return cache;
+}
+
+void touch_last_seen(CounterStore* store, const std::vector<Scope>& scopes, std::time_t now) {
+    auto& cache = seen_cache();
+    if (cache.size() > 100000) cache.clear();
+    for (const Scope& s : scopes) {
+        if (s.kind != "user" && s.kind != "group") continue;
+        std::string key = "llmgw:" + s.kind + ":" + s.id + ":seen";
+        std::int64_t minute = now / 60;
+        auto it = cache.find(key);
+        if (it != cache.end() && it->second == minute) continue;
+        cache[key] = minute;
+        store->touch(key, now, kSeenTtl);
+    }
+}
+
+// Provider attempts and failures: a failure is a 429, a 5xx or no answer.
+void add_provider_deltas(std::vector<ScopeDelta>& out, const std::string& prov, const std::string& provmodel,
+                         bool failed) {
+    for (const std::string* id : {&prov, &provmodel}) {
+        ScopeDelta d;
+        d.kind = id == &prov ? "prov" : "provmodel";
+        d.id = *id;
+        d.delta[kMetricAtt] = 1;
+        d.delta[kMetricFail] = failed ? 1 : 0;
+        out.push_back(d);
+    }
+}
+
+}  // namespace
+
+void account_request(ngx_log_t* log, MainConf* mcf, RequestCtx* ctx, bool cancelled) {
+    if (ctx->accounted || ctx->user == nullptr || ctx->resolved.provider == nullptr) return;
+    ctx->accounted = true;
+    CounterStore* store = counter_store(mcf);
+    if (store == nullptr) return;
+    std::time_t now = ngx_time();
+
+    std::vector<ScopeDelta> deltas;
+    AccountingInput in;
+    bool served = ctx->relay == RequestCtx::Relay::Sse || ctx->relay == RequestCtx::Relay::Pass ||
+                  (cancelled && ctx->relay == RequestCtx::Relay::Pending);
+    std::vector<Scope> scopes = request_scopes(*ctx);
+    if (served) {
+        in.scopes = scopes;
+        in.model = ctx->resolved.canonical;
+        in.usage = ctx->usage;
+        if (!in.usage.present) {
+            in.estimated = true;
+            in.usage.prompt_tokens = static_cast<std::int64_t>(ctx->body.size() / 4);
+            in.usage.completion_tokens = 0;
+        }
+        in.cost_micros = ctx->price ? cost_micros(*ctx->price, in.usage.prompt_tokens, in.usage.completion_tokens) : 0;
+        deltas = accounting_deltas(in);
+        ngx_log_error(NGX_LOG_INFO, log, 0,
+                      "llm_gateway: usage user=\"%s\" model=\"%s\" prompt_tokens=%L completion_tokens=%L "
+                      "cost_micro_usd=%L%s%s",
+                      ctx->user->name.c_str(), ctx->resolved.canonical.c_str(),
+                      static_cast<long long>(in.usage.prompt_tokens), static_cast<long long>(in.usage.completion_tokens),
+                      static_cast<long long>(in.cost_micros), in.estimated ? " (estimated)" : "",
+                      cancelled ? " (client cancelled)" : "");
+    }
+    bool failed = !served && !(ctx->relay == RequestCtx::Relay::UpstreamError && ctx->upstream_status < 500 &&
+                               ctx->upstream_status != 429);
+    const std::string provmodel = ctx->resolved.provider->name + "/" + ctx->resolved.upstream_model;
+    if (!cancelled) add_provider_deltas(deltas, ctx->resolved.provider->name, provmodel, failed);
+    store->apply(deltas, now, [](const StoreReply& rep) {
+        if (rep.status != StoreStatus::Ok) {
+            ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0, "llm_gateway: accounting dropped: %s", rep.error.c_str());
+        }
+    });
+    touch_last_seen(store, scopes, now);
+}
+
+}  // namespace llmgw

@@ -1,0 +1,270 @@
+// Directive setters. Each parses its arguments into the core configuration
+// model and reports what is wrong with the directive's file and line.
+#include <cstdlib>
+#include <cstring>
+
+#include "core/config/secret.h"
+#include "ngx/conf/conf_util.h"
+#include "ngx/module.h"
+
+namespace llmgw {
+namespace {
+
+std::string where(ngx_conf_t* cf) { return conf_where(cf); }
+std::string_view arg(ngx_conf_t* cf, ngx_uint_t i) { return conf_arg(cf, i); }
+
+// "name=value" -> (name, value); a bare word -> (word, "") with has_eq false.
+struct Param {
+    std::string_view name, value;
+    bool has_eq;
+};
+
+Param split_param(std::string_view a) {
+    auto eq = a.find('=');
+    if (eq == std::string_view::npos) return {a, {}, false};
+    return {a.substr(0, eq), a.substr(eq + 1), true};
+}
+
+// A parameter as it may be shown in an error: its name only, since a
+// misspelt "key=" would otherwise print the key.
+std::string param_name(std::string_view a) { return std::string(a.substr(0, a.find('='))); }
+
+std::vector<std::string> split_list(std::string_view s) {
+    std::vector<std::string> out;
+    std::size_t start = 0;
+    while (start <= s.size()) {
+        auto comma = s.find(',', start);
+        if (comma == std::string_view::npos) comma = s.size();
+        if (comma > start) out.emplace_back(s.substr(start, comma - start));
+        start = comma + 1;
+    }
+    return out;
+}
+
+bool resolve(ngx_conf_t* cf, std::string_view directive, std::string_view ref, std::string& value, char** rv) {
+    SecretResult res = resolve_secret(ref);
+    if (!res.ok) {
+        *rv = conf_error(cf, std::string(directive) + ": " + res.error);
+        return false;
+    }
+    value = std::move(res.value);
+    return true;
+}
+
+// Parses limit parameters (requests_per_minute=..., costPerDayUSD=...).
+bool try_limit(ngx_conf_t* cf, Limits& limits, const Param& p, char** rv) {
+    std::string err = set_limit(limits, p.name, p.value);
+    if (err.empty()) return true;
+    if (err.rfind("unknown limit", 0) == 0) return false;
+    *rv = conf_error(cf, err);
+    return true;
+}
+
+char* guarded(ngx_conf_t* cf, char* (*fn)(ngx_conf_t*, GatewayState*), void* conf) {
+    return guarded_setter(cf, fn, static_cast<MainConf*>(conf)->state);
+}
+
+char* provider(ngx_conf_t* cf, GatewayState* st) {
+    ProviderConf p;
+    p.name = std::string(arg(cf, 1));
+    p.where = where(cf);
+    bool have_type = false;
+    for (ngx_uint_t i = 2; i < cf->args->nelts; ++i) {
+        Param prm = split_param(arg(cf, i));
+        if (prm.name == "type" && prm.has_eq) {
+            if (!parse_provider_type(prm.value, p.type)) {
+                return conf_error(cf, "unknown provider type \"" + std::string(prm.value) +
+                                          "\": use openai, anthropic or gemini");
+            }
+            if (!provider_type_supported(p.type)) {
+                return conf_error(cf, "provider type \"" + std::string(prm.value) +
+                                          "\" is not supported by this build yet; use type=openai");
+            }
+            have_type = true;
+        } else if (prm.name == "location" && prm.has_eq) {
+            p.location = std::string(prm.value);
+        } else if (prm.name == "key" && prm.has_eq) {
+            char* rv = nullptr;
+            if (!resolve(cf, "llm_gateway_provider", prm.value, p.key, &rv)) return rv;
+            p.key_ref = describe_secret_ref(prm.value);
+        } else if (prm.name == "models" && prm.has_eq) {
+            p.models = split_list(prm.value);
+        } else if (prm.name == "default" && !prm.has_eq) {
+            p.is_default = true;
+        } else {
+            return conf_error(cf, "invalid parameter \"" + param_name(arg(cf, i)) + "\" of llm_gateway_provider");
+        }
+    }
+    if (!have_type) return conf_error(cf, "llm_gateway_provider \"" + p.name + "\" needs type=openai");
+    std::string err = st->config.add_provider(std::move(p));
+    return err.empty() ? NGX_CONF_OK : conf_error(cf, err);
+}
+
+char* group(ngx_conf_t* cf, GatewayState* st) {
+    GroupConf g;
+    g.name = std::string(arg(cf, 1));
+    g.where = where(cf);
+    for (ngx_uint_t i = 2; i < cf->args->nelts; ++i) {
+        Param prm = split_param(arg(cf, i));
+        char* rv = nullptr;
+        if (prm.has_eq && try_limit(cf, g.limits, prm, &rv)) {
+            if (rv) return rv;
+            continue;
+        }
+        return conf_error(cf, "invalid parameter \"" + param_name(arg(cf, i)) + "\" of llm_gateway_group");
+    }
+    std::string err = st->config.inline_directory().add_group(std::move(g));
+    return err.empty() ? NGX_CONF_OK : conf_error(cf, err);
+}
+
+char* user(ngx_conf_t* cf, GatewayState* st) {
+    UserConf u;
+    u.name = std::string(arg(cf, 1));
+    u.where = where(cf);
+    bool have_key = false;
+    for (ngx_uint_t i = 2; i < cf->args->nelts; ++i) {
+        Param prm = split_param(arg(cf, i));
+        char* rv = nullptr;
+        if (prm.name == "key" && prm.has_eq) {
+            std::string key;
+            if (!resolve(cf, "llm_gateway_user", prm.value, key, &rv)) return rv;
+            u.key_digest = sha256(key);
+            u.key_source = describe_secret_ref(prm.value);
+            have_key = true;
+        } else if (prm.name == "key_sha256" && prm.has_eq) {
+            if (!from_hex(prm.value, u.key_digest)) {
+                return conf_error(cf, "key_sha256 of user \"" + u.name + "\" must be 64 hex digits");
+            }
+            u.key_source = "sha256";
+            have_key = true;
+        } else if (prm.name == "group" && prm.has_eq) {
+            u.group = std::string(prm.value);
+        } else if (prm.name == "admin" && !prm.has_eq) {
+            u.admin = true;
+        } else if (prm.has_eq && try_limit(cf, u.limits, prm, &rv)) {
+            if (rv) return rv;
+        } else {
+            return conf_error(cf, "invalid parameter \"" + param_name(arg(cf, i)) + "\" of llm_gateway_user");
+        }
+    }
+    if (!have_key) return conf_error(cf, "llm_gateway_user \"" + u.name + "\" needs key= or key_sha256=");
+    std::string err = st->config.inline_directory().add_user(std::move(u));
+    return err.empty() ? NGX_CONF_OK : conf_error(cf, err);
+}
+
+char* alias(ngx_conf_t* cf, GatewayState* st) {
+    AliasConf a;
+    a.name = std::string(arg(cf, 1));
+    a.target = std::string(arg(cf, 2));
+    a.where = where(cf);
+    std::string err = st->config.add_alias(std::move(a));
+    return err.empty() ? NGX_CONF_OK : conf_error(cf, err);
+}
+
+char* set_mode(ngx_conf_t* cf, void* conf, LocMode mode) {
+    auto* lcf = static_cast<LocConf*>(conf);
+    if (lcf->mode != NGX_CONF_UNSET_UINT) {
+        return lcf->mode == mode ? const_cast<char*>("is duplicate")
+                                 : conf_error(cf, "llm_gateway and llm_gateway_admin cannot share a location");
+    }
+    lcf->mode = mode;
+    auto* clcf = static_cast<ngx_http_core_loc_conf_t*>(ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module));
+    clcf->handler = content_handler;
+    return NGX_CONF_OK;
+}
+
+char* zone(ngx_conf_t* cf, MainConf* mcf) {
+    if (mcf->zone != nullptr) return const_cast<char*>("is duplicate");
+    std::string_view v = arg(cf, 1);
+    auto colon = v.rfind(':');
+    if (colon == std::string_view::npos || colon == 0) {
+        return conf_error(cf, "llm_gateway_zone takes name:size, e.g. llm_gateway:10m");
+    }
+    ngx_str_t size_str = pstr(cf->pool, v.substr(colon + 1));
+    ssize_t size = ngx_parse_size(&size_str);
+    if (size == NGX_ERROR || size < static_cast<ssize_t>(8 * ngx_pagesize)) {
+        return conf_error(cf, "llm_gateway_zone \"" + std::string(v) + "\": size must be at least " +
+                                  std::to_string(8 * ngx_pagesize / 1024) + "k");
+    }
+    ngx_str_t name = pstr(cf->pool, v.substr(0, colon));
+    mcf->zone = add_shm_zone(cf, &name, static_cast<size_t>(size));
+    return mcf->zone ? NGX_CONF_OK : static_cast<char*>(NGX_CONF_ERROR);
+}
+
+char* price(ngx_conf_t* cf, GatewayState* st) {
+    std::string model(arg(cf, 1));
+    if (model.find('/') == std::string::npos) {
+        return conf_error(cf, "llm_gateway_price needs the canonical <provider>/<model>, not \"" + model + "\"");
+    }
+    bool have_in = false, have_out = false, is_free = false;
+    double in = 0, out = 0;
+    for (ngx_uint_t i = 2; i < cf->args->nelts; ++i) {
+        Param prm = split_param(arg(cf, i));
+        if (prm.name == "free" && !prm.has_eq) {
+            is_free = true;
+            continue;
+        }
+        if ((prm.name == "input" || prm.name == "output") && prm.has_eq) {
+            Limits probe;   // reuse the cost parser: finite, >= 0
+            std::string err = set_limit(probe, "cost_per_day", prm.value);
+            if (!err.empty()) {
+                return conf_error(cf, "invalid " + std::string(prm.name) + " price \"" + std::string(prm.value) +
+                                          "\" of " + model + ": must be a finite number >= 0 (USD per million tokens)");
+            }
+            (prm.name == "input" ? in : out) = std::strtod(std::string(prm.value).c_str(), nullptr);
+            (prm.name == "input" ? have_in : have_out) = true;
+            continue;
+        }
+        return conf_error(cf, "invalid parameter \"" + param_name(arg(cf, i)) + "\" of llm_gateway_price");
+    }
+    if (is_free) {
+        st->prices.set_free(model);
+        if (!have_in && !have_out) return NGX_CONF_OK;
+    }
+    if (!have_in || !have_out) return conf_error(cf, "llm_gateway_price " + model + " needs input= and output= (or free)");
+    std::string err = st->prices.set_override(model, in, out);
+    return err.empty() ? NGX_CONF_OK : conf_error(cf, err);
+}
+
+char* users_file(ngx_conf_t* cf, MainConf* mcf) {
+    if (!mcf->state->users_file.empty()) return const_cast<char*>("is duplicate");
+    ngx_str_t path = pstr(cf->pool, arg(cf, 1));
+    if (path.data == nullptr || ngx_conf_full_name(cf->cycle, &path, 1) != NGX_OK) {
+        return static_cast<char*>(NGX_CONF_ERROR);
+    }
+    mcf->state->users_file.assign(reinterpret_cast<char*>(path.data), path.len);
+    mcf->state->users_file_where = where(cf);
+    for (ngx_uint_t i = 2; i < cf->args->nelts; ++i) {
+        Param prm = split_param(arg(cf, i));
+        if (prm.name == "interval" && prm.has_eq) {
+            ngx_str_t v = pstr(cf->pool, prm.value);
+            ngx_msec_t ms = ngx_parse_time(&v, 0);
+            if (ms == static_cast<ngx_msec_t>(NGX_ERROR) || ms == 0) {
+                return conf_error(cf, "invalid interval \"" + std::string(prm.value) + "\" of llm_gateway_users_file");
+            }
+            mcf->users_file_interval = ms;
+            continue;
+        }
+        return conf_error(cf, "invalid parameter \"" + param_name(arg(cf, i)) + "\" of llm_gateway_users_file");
+    }
+    return NGX_CONF_OK;
+}
+
+}  // namespace
+
+char* set_zone(ngx_conf_t* cf, ngx_command_t*, void* conf) {
+    return guarded_setter(cf, zone, static_cast<MainConf*>(conf));
+}
+char* set_price(ngx_conf_t* cf, ngx_command_t*, void* conf) { return guarded(cf, price, conf); }
+char* set_users_file(ngx_conf_t* cf, ngx_command_t*, void* conf) {
+    return guarded_setter(cf, users_file, static_cast<MainConf*>(conf));
+}
+
+char* set_provider(ngx_conf_t* cf, ngx_command_t*, void* conf) { return guarded(cf, provider, conf); }
+char* set_group(ngx_conf_t* cf, ngx_command_t*, void* conf) { return guarded(cf, group, conf); }
+char* set_user(ngx_conf_t* cf, ngx_command_t*, void* conf) { return guarded(cf, user, conf); }
+char* set_alias(ngx_conf_t* cf, ngx_command_t*, void* conf) { return guarded(cf, alias, conf); }
+char* set_api(ngx_conf_t* cf, ngx_command_t*, void* conf) { return set_mode(cf, conf, kModeApi); }
+char* set_admin(ngx_conf_t* cf, ngx_command_t*, void* conf) { return set_mode(cf, conf, kModeAdmin); }
+
+}  // namespace llmgw

@@ -1,0 +1,124 @@
+// Hot reload of the users file: each worker polls the file's identity
+// (mtime, size, inode) on a cancelable timer and swaps in a new directory
+// when it changed and parses; a bad file keeps the last good set of users and
+// is reported once per change.
+#include <sys/stat.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "core/config/users_file.h"
+#include "ngx/module.h"
+
+namespace llmgw {
+namespace {
+
+struct FileSig {
+    std::int64_t mtime = 0, size = -1, ino = 0;
+    bool operator==(const FileSig& o) const { return mtime == o.mtime && size == o.size && ino == o.ino; }
+    bool operator!=(const FileSig& o) const { return !(*this == o); }
+};
+
+struct Poller {   // lives in the cycle pool
+    ngx_event_t ev;
+    MainConf* mcf;
+    FileSig current;     // the file the active directory came from
+    FileSig rejected;    // the last file that failed to load (reported once)
+    bool have_rejected;  // rejected holds a file (a missing file has a signature too)
+};
+
+bool file_sig(const std::string& path, FileSig& sig) {
+    struct stat st;
+    if (stat(path.c_str(), &st) != 0) return false;
+    sig.mtime = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+    sig.size = st.st_size;
+    sig.ino = static_cast<std::int64_t>(st.st_ino);
+    return true;
+}
+
+bool read_file(const std::string& path, std::string& out, std::string& err) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+        err = "cannot be opened";
+        return false;
+    }
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    out = ss.str();
+    return true;
+}
+
+// Builds inline users + the file's users; "" or the reason it failed.
+std::string build(const GatewayState& st, std::shared_ptr<Directory>& out) {
+    std::string text, err;
+    if (!read_file(st.users_file, text, err)) return err;
+    auto dir = std::make_shared<Directory>(st.config.inline_directory());
+    err = load_users_file(text, *dir);
+    if (!err.empty()) return err;
+    out = std::move(dir);
+    return "";
+}
+
+void poll(ngx_event_t* ev) {
+    auto* p = static_cast<Poller*>(ev->data);
+    GatewayState& st = *p->mcf->state;
+    try {
+        FileSig sig;
+        if (!file_sig(st.users_file, sig)) sig = FileSig{};
+        if (sig != p->current && !(p->have_rejected && sig == p->rejected)) {
+            std::shared_ptr<Directory> dir;
+            std::string err = sig.size < 0 ? std::string("cannot be read") : build(st, dir);
+            if (!err.empty()) {
+                p->rejected = sig;
+                p->have_rejected = true;
+                ngx_log_error(NGX_LOG_ERR, ev->log, 0,
+                              "llm_gateway: users file \"%s\" %s; keeping the previous users", st.users_file.c_str(),
+                              err.c_str());
+            } else {
+                // A reload that really happened: forget the rejection counts
+                // of users that are gone.
+                for (const UserConf& u : st.directory->users()) {
+                    if (dir->find_user(u.name) == nullptr) {
+                        shm_reset_metric(p->mcf->zone, "llmgw:user:" + u.name + ":", "rej");
+                    }
+                }
+                st.directory = dir;
+                p->current = sig;
+                p->have_rejected = false;
+                ngx_log_error(NGX_LOG_NOTICE, ev->log, 0, "llm_gateway: users file \"%s\" reloaded: %uz users",
+                              st.users_file.c_str(), dir->users().size());
+            }
+        }
+    } catch (const std::exception& e) {
+        ngx_log_error(NGX_LOG_ERR, ev->log, 0, "llm_gateway: users file reload failed: %s", e.what());
+    }
+    if (!ngx_exiting) ngx_add_timer(ev, p->mcf->users_file_interval);
+}
+
+}  // namespace
+
+// At configuration time: the file must load, or nginx -t fails.
+std::string load_users_file_at_start(GatewayState& st) {
+    std::shared_ptr<Directory> dir;
+    std::string err = build(st, dir);
+    if (err.empty()) st.directory = dir;
+    return err;
+}
+
+ngx_int_t init_users_file(ngx_cycle_t* cycle) {
+    auto* mcf = static_cast<MainConf*>(ngx_http_cycle_get_module_main_conf(cycle, ngx_http_llm_gateway_module));
+    if (mcf == nullptr || mcf->state == nullptr || mcf->state->users_file.empty()) return NGX_OK;
+    void* mem = ngx_pcalloc(cycle->pool, sizeof(Poller));
+    if (mem == nullptr) return NGX_ERROR;
+    auto* p = new (mem) Poller{};   // trivially destructible: the pool frees it
+    p->mcf = mcf;
+    file_sig(mcf->state->users_file, p->current);   // the master loaded this one
+    p->ev.handler = poll;
+    p->ev.data = p;
+    p->ev.log = cycle->log;
+    p->ev.cancelable = 1;
+    ngx_add_timer(&p->ev, mcf->users_file_interval);
+    return NGX_OK;
+}
+
+}  // namespace llmgw

@@ -1,0 +1,47 @@
+// Where a caller's key comes from, and which request headers carry
+// credentials (stripped before any provider call).
+#include <strings.h>
+
+#include "ngx/http/headers.h"
+#include "ngx/module.h"
+
+namespace llmgw {
+namespace {
+
+std::string_view trim(std::string_view s) {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+    return s;
+}
+
+}  // namespace
+
+// Authorization: Bearer <key> wins over x-api-key when both are sent.
+std::string_view presented_key(ngx_http_request_t* r) {
+    if (ngx_table_elt_t* a = r->headers_in.authorization) {
+        std::string_view v = trim(sv(a->value));
+        if (v.size() > 7 && strncasecmp(v.data(), "bearer ", 7) == 0) return trim(v.substr(7));
+    }
+    std::string_view key;
+    for_each_header(r->headers_in.headers, [&](const ngx_table_elt_t& h) {
+        if (!header_name_is(h.key, "x-api-key")) return true;
+        key = trim(sv(h.value));
+        return false;
+    });
+    return key;
+}
+
+// Every header the gateway accepts as a credential, credentials of other
+// provider styles, and upstream organisation headers.
+bool is_credential_header(const ngx_table_elt_t& h) {
+    static const std::string_view names[] = {
+        "authorization", "proxy-authorization", "x-api-key", "api-key", "x-goog-api-key",
+        "openai-organization", "openai-project", "anthropic-api-key",
+    };
+    for (std::string_view n : names) {
+        if (header_name_is(h.key, n)) return true;
+    }
+    return false;
+}
+
+}  // namespace llmgw

@@ -1,0 +1,87 @@
+// One non-blocking connection to a RESP2 store per worker, on nginx's event
+// loop: nginx's own connect and TLS, hiredis only as the RESP codec.
+// Commands are pipelined; each exec() is a batch whose replies come back
+// together (or an error for the whole batch).
+#pragma once
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/store/resp.h"
+#include "core/config/store_url.h"
+#include "ngx/ngx_incl.h"
+
+namespace llmgw {
+
+struct RedisSettings {
+    StoreUrl url;
+    std::string password;          // resolved secret ("" = no AUTH)
+    ngx_addr_t addr{};             // resolved at configuration time
+    ngx_str_t addr_text{};         // host:port for logs (never userinfo)
+#if (NGX_SSL)
+    ngx_ssl_t* ssl = nullptr;      // rediss://
+#endif
+    ngx_str_t tls_name{};          // SNI and certificate host check
+    ngx_msec_t timeout = 2000;     // dial and call time-out
+};
+
+class RedisConn {
+public:
+    // err is "" on success; replies has one value per command.
+    using Callback = std::function<void(const std::string& err, std::vector<RespValue>& replies)>;
+
+    RedisConn(const RedisSettings& s, ngx_log_t* log);
+    ~RedisConn();
+    RedisConn(const RedisConn&) = delete;
+    RedisConn& operator=(const RedisConn&) = delete;
+
+    // Sends the commands (argv each) pipelined. cb runs exactly once, never
+    // from inside exec() itself.
+    void exec(const std::vector<std::vector<std::string>>& cmds, Callback cb);
+    void close();                  // fails whatever is pending
+    std::size_t in_flight() const { return batches_.size(); }
+
+private:
+    struct Batch {
+        std::size_t expect;
+        std::vector<RespValue> replies;
+        Callback cb;
+        ngx_msec_t deadline;
+        bool internal;             // AUTH/SELECT of a new connection
+    };
+
+    void connect();
+    void on_connected();
+    void start_tls();
+    bool certificate_matches(ngx_connection_t* c) const;
+    static bool is_ip_literal(const std::string& host);
+    static void tls_done(ngx_connection_t* c);
+    void ready();
+    void flush();
+    void read();
+    void fail(const std::string& err);
+    void arm_timer();
+    void post_callbacks();
+    static void on_read(ngx_event_t* ev);
+    static void on_write(ngx_event_t* ev);
+    static void on_timer(ngx_event_t* ev);
+    static void on_post(ngx_event_t* ev);
+
+    const RedisSettings& s_;
+    ngx_log_t* log_;
+    ngx_log_t quiet_log_;          // the connection's own log: store errors are reported by the latch, throttled
+    ngx_peer_connection_t peer_{};
+    ngx_connection_t* c_ = nullptr;
+    bool connecting_ = false;
+    bool ready_ = false;
+    std::string out_;              // bytes not yet written
+    std::deque<Batch> batches_;
+    std::unique_ptr<RespReader> reader_;
+    ngx_event_t timer_{};
+    ngx_event_t post_{};           // runs completed callbacks outside I/O handlers
+    std::vector<std::pair<Callback, std::pair<std::string, std::vector<RespValue>>>> done_;
+};
+
+}  // namespace llmgw

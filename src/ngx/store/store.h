@@ -1,0 +1,64 @@
+// The counter store seen by the request path. Admission and accounting are
+// each one batched operation that may complete later (a network store), so
+// results come through callbacks; the shared-memory store calls them before
+// returning.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/metering/accounting.h"
+#include "core/metering/limits.h"
+#include "ngx/ngx_incl.h"
+
+namespace llmgw {
+
+enum class StoreStatus {
+    Ok,
+    Error,        // the operation failed (zone full, store unreachable, bad reply)
+};
+
+struct StoreReply {
+    StoreStatus status = StoreStatus::Ok;
+    std::string error;                 // for logs; never contains a secret
+};
+
+using AdmitDone = std::function<void(const StoreReply&, const AdmissionResult&)>;
+using WriteDone = std::function<void(const StoreReply&)>;
+using ReadDone = std::function<void(const StoreReply&, const std::vector<std::int64_t>&)>;
+
+class CounterStore {
+public:
+    virtual ~CounterStore() = default;
+    virtual const char* name() const = 0;      // "shm" or "redis"
+    virtual void admit(const AdmissionPlan& plan, AdmitDone done) = 0;
+    virtual void write(const std::vector<Incr>& incrs, WriteDone done) = 0;
+    // Values of keys (0 when absent), in order.
+    virtual void read(const std::vector<std::string>& keys, ReadDone done) = 0;
+    // Sets key to value when value is larger (last-seen stamps).
+    virtual void touch(const std::string& key, std::int64_t value, std::int64_t ttl) = 0;
+    // The accounting of one request: every delta in every window. By default
+    // as counter increments through write(); the shared-memory store applies
+    // the deltas to its per-scope entries directly.
+    virtual void apply(const std::vector<ScopeDelta>& deltas, std::time_t now, WriteDone done) {
+        std::vector<Incr> incrs;
+        incrs.reserve(deltas.size() * 4 * kWindowCount);
+        append_incrs(deltas, now, in_process_ttls(), incrs);
+        write(incrs, std::move(done));
+    }
+    virtual bool in_process_ttls() const = 0;
+};
+
+// shm_store.cpp: the zone directive's zone, one per http block.
+struct ShmZoneConf {
+    ngx_shm_zone_t* zone;
+    ngx_str_t name;
+};
+ngx_shm_zone_t* add_shm_zone(ngx_conf_t* cf, ngx_str_t* name, size_t size);
+CounterStore* shm_store(ngx_shm_zone_t* zone);          // per process, created on first use
+// Zeroes one metric of every counter whose key starts with scope_prefix
+// ("llmgw:user:bob:"): the rejection counters of removed users.
+void shm_reset_metric(ngx_shm_zone_t* zone, const std::string& scope_prefix, const std::string& metric);
+
+}  // namespace llmgw
