@@ -13,6 +13,9 @@ ngx_int_t postconfiguration(ngx_conf_t* cf);
 ngx_int_t init_process(ngx_cycle_t* cycle);
 void exit_process(ngx_cycle_t* cycle);
 
+// llm_gateway_max_tokens_per_request: at least 1.
+ngx_conf_num_bounds_t kMaxTokensBounds = {ngx_conf_check_num_bounds, 1, -1};
+
 ngx_command_t commands[] = {
     {ngx_string("llm_gateway_provider"), NGX_HTTP_MAIN_CONF | NGX_CONF_2MORE, set_provider,
      NGX_HTTP_MAIN_CONF_OFFSET, 0, nullptr},
@@ -28,6 +31,8 @@ ngx_command_t commands[] = {
      nullptr},
     {ngx_string("llm_gateway_allow_unpriced"), NGX_HTTP_MAIN_CONF | NGX_CONF_FLAG, ngx_conf_set_flag_slot,
      NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, allow_unpriced), nullptr},
+    {ngx_string("llm_gateway_max_tokens_per_request"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_num_slot,
+     NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, max_tokens_per_request), &kMaxTokensBounds},
     {ngx_string("llm_gateway_users_file"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE12, set_users_file,
      NGX_HTTP_MAIN_CONF_OFFSET, 0, nullptr},
     {ngx_string("llm_gateway_store"), NGX_HTTP_MAIN_CONF | NGX_CONF_1MORE, set_store, NGX_HTTP_MAIN_CONF_OFFSET, 0,
@@ -72,6 +77,7 @@ void* create_main_conf(ngx_conf_t* cf) {
     cln->handler = destroy_state;
     mcf->allow_unpriced = NGX_CONF_UNSET;
     mcf->users_file_interval = NGX_CONF_UNSET_MSEC;
+    mcf->max_tokens_per_request = NGX_CONF_UNSET;
     return mcf;
 }
 
@@ -101,6 +107,7 @@ char* init_main_conf(ngx_conf_t* cf, void* conf) {
     }
     ngx_conf_init_value(mcf->allow_unpriced, 0);
     ngx_conf_init_msec_value(mcf->users_file_interval, 5000);
+    ngx_conf_init_value(mcf->max_tokens_per_request, kDefaultMaxTokensPerRequest);
     if (mcf->zone == nullptr) {
         ngx_str_t name = ngx_string("llm_gateway");
         mcf->zone = add_shm_zone(cf, &name, 10 * 1024 * 1024);

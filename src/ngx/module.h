@@ -58,6 +58,7 @@ struct MainConf {
     ngx_shm_zone_t* zone;             // llm_gateway_zone (or the default zone)
     ngx_flag_t allow_unpriced;        // llm_gateway_allow_unpriced
     ngx_msec_t users_file_interval;
+    ngx_int_t max_tokens_per_request; // llm_gateway_max_tokens_per_request
 };
 
 MainConf* main_conf(ngx_http_request_t* r);

@@ -16,6 +16,11 @@ int metric_from_name(std::string_view name) {
     return -1;
 }
 
+bool usage_plausible(const Usage& u, std::int64_t max_tokens) {
+    return u.prompt_tokens >= 0 && u.completion_tokens >= 0 && u.prompt_tokens <= max_tokens &&
+           u.completion_tokens <= max_tokens;
+}
+
 bool ScopeDelta::any() const {
     for (std::int64_t d : delta) {
         if (d != 0) return true;
@@ -45,6 +50,7 @@ std::vector<ScopeDelta> accounting_deltas(const AccountingInput& in) {
         ScopeDelta d;
         d.kind = "model";
         d.id = in.model;
+        d.overflow_id = in.model_overflow;
         d.delta[kMetricReq] = 1;
         usage(d);
         out.push_back(d);

@@ -14,10 +14,18 @@ namespace llmgw {
 struct AccountingInput {
     std::vector<Scope> scopes;     // user, group, total
     std::string model;             // canonical <provider>/<model> that answered
+    std::string model_overflow;    // "<provider>/other": where model goes past the statistics bound
     Usage usage;                   // possibly estimated
     bool estimated = false;        // usage = body size / 4, all to tokin
     std::int64_t cost_micros = 0;
 };
+
+// Usage above this many tokens in either direction is implausible for one
+// request (llm_gateway_max_tokens_per_request): it is treated like a missing
+// usage and estimated, so one provider response cannot max out a counter.
+constexpr std::int64_t kDefaultMaxTokensPerRequest = 10000000;
+// True when both directions are within 0..max_tokens.
+bool usage_plausible(const Usage& u, std::int64_t max_tokens);
 
 // The metrics a scope counts, in the order their increments are listed.
 enum Metric { kMetricReq, kMetricTokIn, kMetricTokOut, kMetricCost, kMetricRej, kMetricAtt, kMetricFail, kMetricCount };
@@ -27,8 +35,15 @@ int metric_from_name(std::string_view name);
 
 // What one scope gains from a request, in every window. kind and id view
 // strings that outlive the deltas (the AccountingInput's, or literals).
+//
+// Statistics scopes named by callers (model, provmodel) carry an overflow
+// id: when the store's bound on distinct statistics ids is reached, a new
+// id is counted under overflow_id instead. Empty: the scope is never
+// redirected (user, group, total, prov: their ids come from the
+// configuration).
 struct ScopeDelta {
     std::string_view kind, id;
+    std::string_view overflow_id;
     std::int64_t delta[kMetricCount] = {};
     bool any() const;
 };

@@ -102,14 +102,59 @@ return {0}
 // The accounting batch as one script call: INCRBY each key and give a key
 // its TTL when it has none (a new key), the same rule as the admission
 // script. KEYS: the counters; ARGV: delta, ttl per key.
-const char kAccountScript[] = R"LUA(-- llm_gateway accounting v1
-for i = 1, #KEYS do
-  redis.call('INCRBY', KEYS[i], ARGV[2 * i - 1])
-  if redis.call('PTTL', KEYS[i]) == -1 then
-    redis.call('EXPIRE', KEYS[i], ARGV[2 * i])
+// An increment that would pass INT64_MAX (INCRBY refuses it: "increment or
+// decrement would overflow") sets the counter to INT64_MAX instead, keeping
+// its TTL, like the shared-memory store and the admission script.
+const char kAccountScript[] = R"LUA(-- llm_gateway accounting v2
+local function bump(key, delta, ttl)
+  local r = redis.pcall('INCRBY', key, delta)
+  if type(r) == 'table' and r.err then
+    if not string.find(r.err, 'overflow', 1, true) then return r end
+    local pt = redis.call('PTTL', key)
+    local sat = '9223372036854775807'
+    if string.sub(delta, 1, 1) == '-' then sat = '-9223372036854775808' end
+    redis.call('SET', key, sat)
+    if pt > 0 then redis.call('PEXPIRE', key, pt) end
   end
+  if redis.call('PTTL', key) == -1 then redis.call('EXPIRE', key, ttl) end
+  return nil
 end
-return #KEYS
+if ARGV[1] ~= 'b' then
+  for i = 1, #KEYS do
+    local e = bump(KEYS[i], ARGV[2 * i - 1], ARGV[2 * i])
+    if e then return e end
+  end
+  return #KEYS
+end
+-- bounded layout (account_command_bounded in admit_script.h)
+local ids, maxids, idsttl = KEYS[1], tonumber(ARGV[2]), ARGV[3]
+local k, a, n = 2, 4, 0
+local nplain = tonumber(ARGV[a]); a = a + 1
+for i = 1, nplain do
+  local e = bump(KEYS[k], ARGV[a], ARGV[a + 1])
+  if e then return e end
+  k = k + 1; a = a + 2; n = n + 1
+end
+local ngroups = tonumber(ARGV[a]); a = a + 1
+for g = 1, ngroups do
+  local member, cnt = ARGV[a], tonumber(ARGV[a + 1])
+  a = a + 2
+  local off = cnt
+  if redis.call('SISMEMBER', ids, member) == 1 then
+    off = 0
+  elseif redis.call('SCARD', ids) < maxids then
+    redis.call('SADD', ids, member)
+    if redis.call('PTTL', ids) == -1 then redis.call('EXPIRE', ids, idsttl) end
+    off = 0
+  end
+  for i = 0, cnt - 1 do
+    local e = bump(KEYS[k + off + i], ARGV[a], ARGV[a + 1])
+    if e then return e end
+    a = a + 2; n = n + 1
+  end
+  k = k + 2 * cnt
+end
+return n
 )LUA";
 
 std::string sha1_hex(const std::string& s) {
@@ -153,6 +198,42 @@ std::vector<std::string> account_command(const std::vector<Incr>& incrs, bool by
             cmd.push_back(std::to_string(in.delta));
             cmd.push_back(std::to_string(in.ttl));
         }
+    } catch (...) {
+        cmd.clear();
+    }
+    return cmd;
+}
+
+std::vector<std::string> account_command_bounded(const std::vector<Incr>& plain, const std::vector<BoundedIncrs>& groups,
+                                                 std::int64_t max_ids, std::int64_t ids_ttl, bool by_sha) {
+    std::vector<std::string> cmd;
+    try {
+        std::vector<std::string> keys{kStatsIdsKey};
+        std::vector<std::string> args{"b", std::to_string(max_ids), std::to_string(ids_ttl),
+                                      std::to_string(plain.size())};
+        for (const Incr& in : plain) {
+            keys.push_back(in.key);
+            args.push_back(std::to_string(in.delta));
+            args.push_back(std::to_string(in.ttl));
+        }
+        args.push_back(std::to_string(groups.size()));
+        for (const BoundedIncrs& g : groups) {
+            if (g.incrs.size() != g.overflow_keys.size()) return {};
+            args.push_back(g.member);
+            args.push_back(std::to_string(g.incrs.size()));
+            for (const Incr& in : g.incrs) {
+                keys.push_back(in.key);
+                args.push_back(std::to_string(in.delta));
+                args.push_back(std::to_string(in.ttl));
+            }
+            keys.insert(keys.end(), g.overflow_keys.begin(), g.overflow_keys.end());
+        }
+        cmd.reserve(3 + keys.size() + args.size());
+        cmd.push_back(by_sha ? "EVALSHA" : "EVAL");
+        cmd.push_back(by_sha ? account_script_sha1() : account_script_source());
+        cmd.push_back(std::to_string(keys.size()));
+        for (std::string& k : keys) cmd.push_back(std::move(k));
+        for (std::string& a : args) cmd.push_back(std::move(a));
     } catch (...) {
         cmd.clear();
     }

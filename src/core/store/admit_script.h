@@ -81,6 +81,27 @@ const std::string& account_script_source();
 std::string account_script_sha1();
 std::vector<std::string> account_command(const std::vector<Incr>& incrs, bool by_sha = true);
 
+// The same script with a bound on distinct statistics ids. plain: counters
+// always written. groups: the counters of one caller-named statistics id
+// (member "<kind>:<id>", e.g. "model:openai/gpt-4o"), each with its
+// overflow key (the same counter of "<provider>/other"). The script keeps
+// the known members in the set kStatsIdsKey: a member already in it, or
+// added while it holds fewer than max_ids members, gets its own counters;
+// any other gets the overflow keys. The set is given ids_ttl seconds when
+// created and is not renewed, so it starts afresh after that.
+// Layout: KEYS = set, plain keys, per group its keys then its overflow keys;
+// ARGV = "b", max_ids, ids_ttl, nplain, (delta, ttl) per plain counter,
+// ngroups, per group: member, n, (delta, ttl) per counter.
+// Reply: Integer, the number of counters written.
+constexpr const char* kStatsIdsKey = "llmgw:stats:ids";
+struct BoundedIncrs {
+    std::string member;
+    std::vector<Incr> incrs;
+    std::vector<std::string> overflow_keys;   // one per incr
+};
+std::vector<std::string> account_command_bounded(const std::vector<Incr>& plain, const std::vector<BoundedIncrs>& groups,
+                                                 std::int64_t max_ids, std::int64_t ids_ttl, bool by_sha = true);
+
 // The post-response accounting batch, pipelined (not atomic, not a script):
 // per Incr, in order, two commands, so 2 * incrs.size() replies:
 //   INCRBY key delta        -> Integer (the new value)

@@ -33,11 +33,12 @@ void touch_last_seen(CounterStore* store, const std::vector<Scope>& scopes, std:
 
 // Provider attempts and failures: a failure is a 429, a 5xx or no answer.
 void add_provider_deltas(std::vector<ScopeDelta>& out, const std::string& prov, const std::string& provmodel,
-                         bool failed) {
+                         const std::string& overflow, bool failed) {
     for (const std::string* id : {&prov, &provmodel}) {
         ScopeDelta d;
         d.kind = id == &prov ? "prov" : "provmodel";
         d.id = *id;
+        if (id == &provmodel) d.overflow_id = overflow;
         d.delta[kMetricAtt] = 1;
         d.delta[kMetricFail] = failed ? 1 : 0;
         out.push_back(d);
@@ -58,10 +59,21 @@ void account_request(ngx_log_t* log, MainConf* mcf, RequestCtx* ctx, bool cancel
     bool served = ctx->relay == RequestCtx::Relay::Sse || ctx->relay == RequestCtx::Relay::Pass ||
                   (cancelled && ctx->relay == RequestCtx::Relay::Pending);
     std::vector<Scope> scopes = request_scopes(*ctx);
+    // Past the bound on distinct statistics ids, new model ids count here.
+    const std::string overflow = ctx->resolved.provider->name + "/other";
     if (served) {
         in.scopes = scopes;
         in.model = ctx->resolved.canonical;
+        in.model_overflow = overflow;
         in.usage = ctx->usage;
+        if (in.usage.present && !usage_plausible(in.usage, mcf->max_tokens_per_request)) {
+            ngx_log_error(NGX_LOG_WARN, log, 0,
+                          "llm_gateway: implausible usage from the provider for model \"%s\" (prompt_tokens=%L "
+                          "completion_tokens=%L, over llm_gateway_max_tokens_per_request %i); estimating",
+                          ctx->resolved.canonical.c_str(), static_cast<long long>(in.usage.prompt_tokens),
+                          static_cast<long long>(in.usage.completion_tokens), mcf->max_tokens_per_request);
+            in.usage.present = false;
+        }
         if (!in.usage.present) {
             in.estimated = true;
             in.usage.prompt_tokens = static_cast<std::int64_t>(ctx->body.size() / 4);
@@ -80,7 +92,7 @@ void account_request(ngx_log_t* log, MainConf* mcf, RequestCtx* ctx, bool cancel
     bool failed = !served && !(ctx->relay == RequestCtx::Relay::UpstreamError && ctx->upstream_status < 500 &&
                                ctx->upstream_status != 429);
     const std::string provmodel = ctx->resolved.provider->name + "/" + ctx->resolved.upstream_model;
-    if (!cancelled) add_provider_deltas(deltas, ctx->resolved.provider->name, provmodel, failed);
+    if (!cancelled) add_provider_deltas(deltas, ctx->resolved.provider->name, provmodel, overflow, failed);
     store->apply(deltas, now, [](const StoreReply& rep) {
         if (rep.status != StoreStatus::Ok) {
             ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0, "llm_gateway: accounting dropped: %s", rep.error.c_str());

@@ -14,6 +14,55 @@ namespace llmgw {
 namespace {
 
 constexpr std::size_t kMaxTelemetryInFlight = 64;
+// Distinct caller-named statistics ids (model, provmodel) the store keeps
+// counters for; the others are counted under "<provider>/other".
+constexpr std::int64_t kMaxStatIds = 1000;
+
+// Deltas that own their strings, for callbacks that run later.
+struct OwnedDeltas {
+    std::vector<std::string> strings;   // kind, id, overflow_id per delta
+    std::vector<ScopeDelta> deltas;     // viewing strings
+
+    explicit OwnedDeltas(const std::vector<ScopeDelta>& in) {
+        strings.reserve(3 * in.size());
+        for (const ScopeDelta& d : in) {
+            strings.emplace_back(d.kind);
+            strings.emplace_back(d.id);
+            strings.emplace_back(d.overflow_id);
+        }
+        deltas = in;
+        for (std::size_t i = 0; i < deltas.size(); ++i) {
+            deltas[i].kind = strings[3 * i];
+            deltas[i].id = strings[3 * i + 1];
+            deltas[i].overflow_id = strings[3 * i + 2];
+        }
+    }
+    OwnedDeltas(const OwnedDeltas&) = delete;
+    OwnedDeltas& operator=(const OwnedDeltas&) = delete;
+};
+
+// The accounting script's bounded command for one request's deltas.
+std::vector<std::string> bounded_command(const std::vector<ScopeDelta>& deltas, std::time_t now, bool by_sha) {
+    std::vector<Incr> plain;
+    std::vector<BoundedIncrs> groups;
+    for (const ScopeDelta& d : deltas) {
+        if (!d.any()) continue;
+        if (d.overflow_id.empty()) {
+            append_incrs({d}, now, false, plain);
+            continue;
+        }
+        BoundedIncrs g;
+        g.member.assign(d.kind).append(":").append(d.id);
+        append_incrs({d}, now, false, g.incrs);
+        ScopeDelta o = d;
+        o.id = d.overflow_id;
+        std::vector<Incr> over;
+        append_incrs({o}, now, false, over);
+        for (Incr& i : over) g.overflow_keys.push_back(std::move(i.key));
+        groups.push_back(std::move(g));
+    }
+    return account_command_bounded(plain, groups, kMaxStatIds, ttl_seconds(Window::Day), by_sha);
+}
 // 1600 keys per round trip (the spec's admin chunk) as two MGETs, since a
 // reply array over 1024 elements is refused.
 constexpr std::size_t kReadChunk = 800;
@@ -68,6 +117,26 @@ public:
                 return;
             }
             finish_write(err, replies, *copy, std::move(done));
+        });
+    }
+
+    // Accounting: one EVALSHA of the accounting script with the bound on
+    // statistics ids; the shared-memory fallback applies the same deltas.
+    void apply(const std::vector<ScopeDelta>& deltas, std::time_t now, WriteDone done) override {
+        auto owned = std::make_shared<OwnedDeltas>(deltas);
+        if (!latch().should_try(now_ms())) return degraded_apply(owned, now, std::move(done));
+        conn_.exec({bounded_command(owned->deltas, now, true)}, [this, owned, now, done = std::move(done)](
+                                                                    const std::string& err,
+                                                                    std::vector<RespValue>& replies) mutable {
+            if (err.empty() && is_noscript_error(replies[0])) {
+                conn_.exec({bounded_command(owned->deltas, now, false)},
+                           [this, owned, now, done = std::move(done)](const std::string& err2,
+                                                                      std::vector<RespValue>& r2) mutable {
+                               finish_apply(err2, r2, owned, now, std::move(done));
+                           });
+                return;
+            }
+            finish_apply(err, replies, owned, now, std::move(done));
         });
     }
 
@@ -177,6 +246,27 @@ private:
         }
         latch().on_success(now_ms());
         if (done) done(StoreReply{});
+    }
+
+    void finish_apply(const std::string& err, const std::vector<RespValue>& replies,
+                      const std::shared_ptr<OwnedDeltas>& owned, std::time_t now, WriteDone done) {
+        std::string e = err;
+        if (e.empty() && (replies.empty() || replies[0].type != RespValue::Type::Integer)) {
+            e = replies.empty() || replies[0].type != RespValue::Type::Error
+                    ? std::string("unexpected reply to the accounting script")
+                    : "store error: " + replies[0].str.substr(0, 120);
+        }
+        if (!e.empty()) {
+            on_failure(e);
+            return degraded_apply(owned, now, std::move(done));
+        }
+        latch().on_success(now_ms());
+        if (done) done(StoreReply{});
+    }
+
+    void degraded_apply(const std::shared_ptr<OwnedDeltas>& owned, std::time_t now, WriteDone done) {
+        if (settings_->fail_open) return fallback_->apply(owned->deltas, now, std::move(done));
+        if (done) done(StoreReply{StoreStatus::Error, "the limit store is unavailable; sample dropped"});
     }
 
     void degraded_write(const std::vector<Incr>& incrs, WriteDone done) {

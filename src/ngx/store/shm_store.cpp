@@ -7,6 +7,7 @@
 // The metrics of one scope, window and bucket share one entry (one slot per
 // metric), so a request's dozens of counter updates are a few tree lookups.
 // Other keys (last-seen stamps) are entries of their own.
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <string_view>
@@ -35,6 +36,7 @@ struct Entry {
     std::int64_t expires;      // unix seconds
     std::int64_t* values;      // kSlotCount values, cache-line aligned, same allocation
     u_short len;
+    u_char stats;              // counted in Shared::stats_bytes
     u_char key[1];
 };
 
@@ -42,6 +44,18 @@ constexpr std::size_t kLine = 64;
 
 std::size_t values_offset(std::size_t key_len) {
     return (offsetof(Entry, key) + key_len + kLine - 1) / kLine * kLine;
+}
+
+std::size_t entry_size(std::size_t key_len) { return values_offset(key_len) + kSlotCount * sizeof(std::int64_t); }
+
+// What the slab allocator takes for an allocation: a power of two up to
+// half a page, whole pages above.
+std::size_t slab_size(std::size_t size) {
+    const std::size_t page = ngx_pagesize ? ngx_pagesize : 4096;
+    if (size > page / 2) return (size + page - 1) / page * page;
+    std::size_t n = 8;
+    while (n < size) n <<= 1;
+    return n;
 }
 
 // Splits a key into its entry key (the metric taken out) and slot. The last
@@ -69,6 +83,12 @@ struct Shared {
     ngx_queue_t queue;
     std::int64_t last_sweep;
     ngx_uint_t entries;
+    // Statistics counters of caller-named ids (model, provmodel) may take
+    // at most stats_budget bytes of the zone (a quarter), so that the
+    // admission counters always find room. Past it, a new id is counted
+    // under its overflow id ("<provider>/other").
+    std::size_t stats_bytes;
+    std::size_t stats_budget;
 };
 
 struct ZoneCtx {
@@ -156,11 +176,17 @@ public:
         bool ok = true;
         for (const ScopeDelta& d : deltas) {
             if (!d.any()) continue;
+            std::string_view id = d.id;
+            bool bounded = !d.overflow_id.empty();
+            if (bounded && !stats_fit(d.kind, id)) {
+                id = d.overflow_id;
+                bounded = false;
+                overflowed_ = true;
+            }
             for (int i = 0; i < kWindowCount; ++i) {
                 const Window w = static_cast<Window>(i);
-                ekey_.assign("llmgw:").append(d.kind).append(":").append(d.id).append(":");
-                ekey_.append(window_name(w)).append(":").append(bucket(w, now_));
-                Entry* e = find_or_create(ekey_, ttl_seconds_in_process(w));
+                entry_key_of(d.kind, id, w);
+                Entry* e = find_or_create(ekey_, ttl_seconds_in_process(w), bounded);
                 if (e == nullptr) {
                     ok = false;
                     continue;
@@ -172,6 +198,22 @@ public:
         }
         return ok;
     }
+
+    // Whether the statistics entries of (kind, id) for the current windows
+    // exist or fit in the statistics budget.
+    bool stats_fit(std::string_view kind, std::string_view id) {
+        std::size_t need = 0;
+        for (int i = 0; i < kWindowCount; ++i) {
+            entry_key_of(kind, id, static_cast<Window>(i));
+            if (find(ekey_) == nullptr) need += slab_size(entry_size(ekey_.size()));
+        }
+        if (need == 0) return true;
+        if (z_->sh->stats_bytes + need <= z_->sh->stats_budget) return true;
+        sweep(true);   // expired statistics free their share
+        return z_->sh->stats_bytes + need <= z_->sh->stats_budget;
+    }
+
+    bool overflowed() const { return overflowed_; }
 
     // Zeroes one metric of every entry whose key starts with prefix.
     void reset_metric(const std::string& prefix, Slot slot) {
@@ -215,11 +257,17 @@ private:
                 break;
             }
         }
+        if (e->stats) z_->sh->stats_bytes -= std::min(z_->sh->stats_bytes, slab_size(entry_size(e->len)));
         ngx_slab_free_locked(z_->shpool, e);
         z_->sh->entries--;
     }
 
-    Entry* find_or_create(const std::string& key, std::int64_t ttl) {
+    void entry_key_of(std::string_view kind, std::string_view id, Window w) {
+        ekey_.assign("llmgw:").append(kind).append(":").append(id).append(":");
+        ekey_.append(window_name(w)).append(":").append(bucket(w, now_));
+    }
+
+    Entry* find_or_create(const std::string& key, std::int64_t ttl, bool stats = false) {
         // Counters written here while a shared store is down carry its long
         // TTLs; shared memory keeps them at most 32 days.
         if (ttl > kMaxTtl) ttl = kMaxTtl;
@@ -233,7 +281,7 @@ private:
         }
         if (key.size() > 65535) return nullptr;
         std::uint32_t hash = hash_of(key);
-        std::size_t size = values_offset(key.size()) + kSlotCount * sizeof(std::int64_t);
+        std::size_t size = entry_size(key.size());
         auto* n = static_cast<Entry*>(ngx_slab_alloc_locked(z_->shpool, size));
         if (n == nullptr) {
             sweep(true);   // expired entries go first
@@ -245,6 +293,8 @@ private:
         std::memset(n->values, 0, kSlotCount * sizeof(std::int64_t));
         n->expires = now_ + ttl;
         n->len = static_cast<u_short>(key.size());
+        n->stats = stats ? 1 : 0;
+        if (stats) z_->sh->stats_bytes += slab_size(size);
         std::memcpy(n->key, key.data(), key.size());
         Entry*& head = z_->sh->buckets[hash & (z_->sh->nbuckets - 1)];
         n->next = head;
@@ -261,6 +311,7 @@ private:
     std::string ekey_;                 // scratch: the entry key of the current counter key
     Entry* cache_[kCache] = {};
     std::size_t cache_next_ = 0;
+    bool overflowed_ = false;
 };
 
 class ShmStore : public CounterStore {
@@ -270,12 +321,14 @@ public:
     bool in_process_ttls() const override { return true; }
 
     void apply(const std::vector<ScopeDelta>& deltas, std::time_t, WriteDone done) override {
-        bool ok;
+        bool ok, overflowed;
         {
             Locked lock(z_->shpool);
             ZoneTxn txn(z_, ngx_time());
             ok = txn.apply(deltas);
+            overflowed = txn.overflowed();
         }
+        if (overflowed) log_stats_bound();
         if (done) done(ok ? StoreReply{} : full());
     }
 
@@ -331,6 +384,15 @@ private:
         return StoreReply{StoreStatus::Error, "llm_gateway zone \"" + std::string(reinterpret_cast<char*>(z_->name.data), z_->name.len) +
                                                   "\" is full"};
     }
+    // At most once a minute per worker.
+    void log_stats_bound() {
+        if (ngx_time() - last_bound_log_ < 60) return;
+        last_bound_log_ = ngx_time();
+        ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
+                      "llm_gateway: zone \"%V\": the statistics counters use their quarter of the zone; "
+                      "new model ids are counted as \"<provider>/other\"",
+                      &z_->name);
+    }
     void log_full() {
         ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
                       "llm_gateway: zone \"%V\" is full even after removing expired counters; "
@@ -339,6 +401,7 @@ private:
     }
 
     ZoneCtx* z_;
+    std::time_t last_bound_log_ = 0;
 };
 
 ngx_int_t init_zone(ngx_shm_zone_t* shm_zone, void* data) {
@@ -367,6 +430,8 @@ ngx_int_t init_zone(ngx_shm_zone_t* shm_zone, void* data) {
     ngx_queue_init(&ctx->sh->queue);
     ctx->sh->last_sweep = ngx_time();
     ctx->sh->entries = 0;
+    ctx->sh->stats_bytes = 0;
+    ctx->sh->stats_budget = shm_zone->shm.size / 4;
 
     static const char prefix[] = " in llm_gateway zone \"";
     std::size_t len = sizeof(prefix) - 1 + shm_zone->shm.name.len + 2;
