@@ -18,6 +18,7 @@ package GwRedis;
 #
 #   my $px = GwRedis::Proxy->start(target => $rd->port);   # counting TCP proxy
 #   $px->stats  # {connections, reads, round_trips, bursts => [[VERB, ...], ...]}
+#   $px->set_delay(3000)  # hold the server's replies 3 s (0: pass them at once again)
 #
 #   my $fk = GwRedis::Fake->start(reply => "*1\r\n*1\r\n:1\r\n");   # answers every command so
 #   my $fk = GwRedis::Fake->start(reply => undef);                 # reads, never answers
@@ -398,6 +399,9 @@ package GwRedis::Proxy;
 # answered on that connection: every command of a pipelined batch lands in
 # the same burst; the next burst starts with client bytes that follow
 # server bytes. bursts lists the command verbs (uppercased) of each one.
+# $px->set_delay($ms) holds every reply from the server $ms milliseconds
+# before passing it on (requests go through at once, so the server runs
+# them); a client that has gone by then does not get them.
 
 use strict;
 use warnings;
@@ -412,9 +416,29 @@ sub start {
     return GwRedis::Server::_spawn($class, $listen, %o);
 }
 
+sub set_delay {
+    my ($self, $ms) = @_;
+    my $tmp = "$self->{dir}/delay.tmp";
+    open my $fh, '>', $tmp or die "GwRedis::Proxy: $tmp: $!";
+    print {$fh} int($ms);
+    close $fh;
+    rename $tmp, "$self->{dir}/delay" or die "GwRedis::Proxy: rename: $!";
+}
+
+sub _write_all {
+    my ($sock, $buf) = @_;
+    my $off = 0;
+    while ($off < length $buf) {
+        my $w = syswrite($sock, $buf, length($buf) - $off, $off);
+        last unless defined $w && $w > 0;
+        $off += $w;
+    }
+}
+
 sub _loop {
     my ($self, $listen) = @_;
     $self->{stats} = { connections => 0, reads => 0, round_trips => 0, bursts => [] };
+    my @held;     # [release time, client socket, bytes] of delayed replies
     $self->_save;
     my $sel = IO::Select->new($listen);
     my %peer;     # fileno -> {sock, other, side => 'client'|'server', conn}
@@ -422,7 +446,13 @@ sub _loop {
     my $id = 0;
     while (1) {
         exit 0 if getppid() != $self->{parent};
-        my @ready = $sel->can_read(0.2);
+        my $delay = (Gw::_slurp("$self->{dir}/delay") || 0) / 1000;
+        my $now = Time::HiRes::time();
+        while (@held && $held[0][0] <= $now) {
+            my $h = shift @held;
+            _write_all($h->[1], $h->[2]) if $h->[1]->opened;
+        }
+        my @ready = $sel->can_read(@held || $delay ? 0.02 : 0.2);
         for my $s (@ready) {
             if ($s == $listen) {
                 my $c = $listen->accept or next;
@@ -459,6 +489,10 @@ sub _loop {
                 push @{ $cs->{burst} }, map { uc($_->[0] // '') } @cmds;
             } else {
                 $cs->{last} = 'server';
+                if ($delay > 0) {
+                    push @held, [Time::HiRes::time() + $delay, $p->{other}, $buf];
+                    next;
+                }
             }
             my $off = 0;
             while ($off < $n) {

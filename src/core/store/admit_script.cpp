@@ -87,6 +87,13 @@ local nadmit = tonumber(ARGV[a]); a = a + 1
 local first_admit, first_arg = k, a
 k = k + nadmit; a = a + 2 * nadmit
 local nreject = tonumber(ARGV[a]); a = a + 1
+-- optional op guard: one more key (the op key) and one more argument (its
+-- TTL); the op is claimed before any write, so a cancelled op never runs
+if #ARGV > a - 1 + 2 * nreject then
+  local mark = 'a'
+  if rejected then mark = 'r' end
+  if not redis.call('SET', KEYS[k + nreject], mark, 'NX', 'EX', ARGV[#ARGV]) then return {2} end
+end
 if rejected then
   first_admit, first_arg = k, a
   nadmit = nreject
@@ -126,9 +133,11 @@ if ARGV[1] ~= 'b' then
   end
   return #KEYS
 end
--- bounded layout (account_command_bounded in admit_script.h)
-local ids, maxids, idsttl = KEYS[1], tonumber(ARGV[2]), ARGV[3]
-local k, a, n = 2, 4, 0
+-- bounded layout with an op guard (account_command_bounded in admit_script.h)
+local ids, op, maxids, idsttl, opttl = KEYS[1], KEYS[2], tonumber(ARGV[2]), ARGV[3], ARGV[4]
+if not redis.call('SET', op, 'w', 'NX', 'EX', opttl) then return -1 end
+local choices = 'w'
+local k, a, n = 3, 5, 0
 local nplain = tonumber(ARGV[a]); a = a + 1
 for i = 1, nplain do
   local e = bump(KEYS[k], ARGV[a], ARGV[a + 1])
@@ -147,6 +156,7 @@ for g = 1, ngroups do
     if redis.call('PTTL', ids) == -1 then redis.call('EXPIRE', ids, idsttl) end
     off = 0
   end
+  if off == 0 then choices = choices .. '0' else choices = choices .. '1' end
   for i = 0, cnt - 1 do
     local e = bump(KEYS[k + off + i], ARGV[a], ARGV[a + 1])
     if e then return e end
@@ -154,7 +164,43 @@ for g = 1, ngroups do
   end
   k = k + 2 * cnt
 end
+redis.call('SET', op, choices, 'EX', opttl)
 return n
+)LUA";
+
+// Cancels an op of the two scripts above whose call failed without a
+// reply: a tombstone when the op has not run (it never will), or the
+// undoing of its increments when it has (the op key says which keys it
+// used). Counters that have expired since are left alone.
+const char kCancelScript[] = R"LUA(-- llm_gateway cancel v1
+local v = redis.call('GET', KEYS[1])
+redis.call('SET', KEYS[1], 'c', 'EX', ARGV[1])
+if not v or v == 'c' then return 0 end
+local function undo(key, delta)
+  if redis.call('EXISTS', key) == 1 then redis.call('DECRBY', key, delta) end
+end
+if ARGV[2] == 'adm' then
+  local na = tonumber(ARGV[3])
+  local nr = tonumber(ARGV[4 + na])
+  if v == 'a' then
+    for i = 1, na do undo(KEYS[1 + i], ARGV[3 + i]) end
+  elseif v == 'r' then
+    for i = 1, nr do undo(KEYS[1 + na + i], ARGV[4 + na + i]) end
+  end
+  return 1
+end
+local k, a = 2, 3
+local nplain = tonumber(ARGV[a]); a = a + 1
+for i = 1, nplain do undo(KEYS[k], ARGV[a]); k = k + 1; a = a + 1 end
+local ng = tonumber(ARGV[a]); a = a + 1
+for g = 1, ng do
+  local n = tonumber(ARGV[a]); a = a + 1
+  local off = 0
+  if string.sub(v, 1 + g, 1 + g) == '1' then off = n end
+  for i = 0, n - 1 do undo(KEYS[k + off + i], ARGV[a + i]) end
+  k = k + 2 * n; a = a + n
+end
+return 1
 )LUA";
 
 std::string sha1_hex(const std::string& s) {
@@ -205,11 +251,12 @@ std::vector<std::string> account_command(const std::vector<Incr>& incrs, bool by
 }
 
 std::vector<std::string> account_command_bounded(const std::vector<Incr>& plain, const std::vector<BoundedIncrs>& groups,
-                                                 std::int64_t max_ids, std::int64_t ids_ttl, bool by_sha) {
+                                                 std::int64_t max_ids, std::int64_t ids_ttl, const std::string& op_key,
+                                                 std::int64_t op_ttl, bool by_sha) {
     std::vector<std::string> cmd;
     try {
-        std::vector<std::string> keys{kStatsIdsKey};
-        std::vector<std::string> args{"b", std::to_string(max_ids), std::to_string(ids_ttl),
+        std::vector<std::string> keys{kStatsIdsKey, op_key};
+        std::vector<std::string> args{"b", std::to_string(max_ids), std::to_string(ids_ttl), std::to_string(op_ttl),
                                       std::to_string(plain.size())};
         for (const Incr& in : plain) {
             keys.push_back(in.key);
@@ -238,6 +285,74 @@ std::vector<std::string> account_command_bounded(const std::vector<Incr>& plain,
         cmd.clear();
     }
     return cmd;
+}
+
+std::vector<std::string> admit_command_op(const AdmissionPlan& plan, const std::string& op_key, std::int64_t op_ttl,
+                                          bool by_sha) {
+    std::vector<std::string> cmd = admit_command(plan, by_sha);
+    try {
+        if (cmd.size() < 3) return {};
+        const std::size_t nkeys = std::stoul(cmd[2]);
+        cmd[2] = std::to_string(nkeys + 1);
+        cmd.insert(cmd.begin() + 3 + static_cast<std::ptrdiff_t>(nkeys), op_key);
+        cmd.push_back(std::to_string(op_ttl));
+    } catch (...) {
+        cmd.clear();
+    }
+    return cmd;
+}
+
+const std::string& cancel_script_source() {
+    static const std::string source(kCancelScript);
+    return source;
+}
+
+std::vector<std::string> cancel_admit_command(const AdmissionPlan& plan, const std::string& op_key,
+                                              std::int64_t op_ttl) {
+    std::vector<std::string> keys{op_key};
+    std::vector<std::string> args{std::to_string(op_ttl), "adm"};
+    try {
+        for (const std::vector<Incr>* incrs : {&plan.admit, &plan.reject}) {
+            args.push_back(std::to_string(incrs->size()));
+            for (const Incr& in : *incrs) {
+                keys.push_back(in.key);
+                args.push_back(std::to_string(in.delta));
+            }
+        }
+        std::vector<std::string> cmd{"EVAL", cancel_script_source(), std::to_string(keys.size())};
+        cmd.insert(cmd.end(), keys.begin(), keys.end());
+        cmd.insert(cmd.end(), args.begin(), args.end());
+        return cmd;
+    } catch (...) {
+        return {};
+    }
+}
+
+std::vector<std::string> cancel_account_command(const std::vector<Incr>& plain, const std::vector<BoundedIncrs>& groups,
+                                                const std::string& op_key, std::int64_t op_ttl) {
+    try {
+        std::vector<std::string> keys{op_key};
+        std::vector<std::string> args{std::to_string(op_ttl), "acc", std::to_string(plain.size())};
+        for (const Incr& in : plain) {
+            keys.push_back(in.key);
+            args.push_back(std::to_string(in.delta));
+        }
+        args.push_back(std::to_string(groups.size()));
+        for (const BoundedIncrs& g : groups) {
+            args.push_back(std::to_string(g.incrs.size()));
+            for (const Incr& in : g.incrs) {
+                keys.push_back(in.key);
+                args.push_back(std::to_string(in.delta));
+            }
+            keys.insert(keys.end(), g.overflow_keys.begin(), g.overflow_keys.end());
+        }
+        std::vector<std::string> cmd{"EVAL", cancel_script_source(), std::to_string(keys.size())};
+        cmd.insert(cmd.end(), keys.begin(), keys.end());
+        cmd.insert(cmd.end(), args.begin(), args.end());
+        return cmd;
+    } catch (...) {
+        return {};
+    }
 }
 
 const std::string& admit_script_source() {

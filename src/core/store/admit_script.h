@@ -89,10 +89,14 @@ std::vector<std::string> account_command(const std::vector<Incr>& incrs, bool by
 // added while it holds fewer than max_ids members, gets its own counters;
 // any other gets the overflow keys. The set is given ids_ttl seconds when
 // created and is not renewed, so it starts afresh after that.
-// Layout: KEYS = set, plain keys, per group its keys then its overflow keys;
-// ARGV = "b", max_ids, ids_ttl, nplain, (delta, ttl) per plain counter,
-// ngroups, per group: member, n, (delta, ttl) per counter.
-// Reply: Integer, the number of counters written.
+// The call is an op (see "Ops and cancels" below): it first claims op_key
+// (SET NX EX op_ttl) and writes nothing when that fails (reply -1); at the
+// end the op key records "w" and one character per group, '0' own keys,
+// '1' overflow keys.
+// Layout: KEYS = set, op key, plain keys, per group its keys then its
+// overflow keys; ARGV = "b", max_ids, ids_ttl, op_ttl, nplain, (delta, ttl)
+// per plain counter, ngroups, per group: member, n, (delta, ttl) per counter.
+// Reply: Integer, the number of counters written (-1: cancelled before).
 constexpr const char* kStatsIdsKey = "llmgw:stats:ids";
 struct BoundedIncrs {
     std::string member;
@@ -100,7 +104,32 @@ struct BoundedIncrs {
     std::vector<std::string> overflow_keys;   // one per incr
 };
 std::vector<std::string> account_command_bounded(const std::vector<Incr>& plain, const std::vector<BoundedIncrs>& groups,
-                                                 std::int64_t max_ids, std::int64_t ids_ttl, bool by_sha = true);
+                                                 std::int64_t max_ids, std::int64_t ids_ttl, const std::string& op_key,
+                                                 std::int64_t op_ttl, bool by_sha = true);
+
+// ---- Ops and cancels ----
+// A call whose reply never came (time-out, connection lost) may still run
+// later in the store: Redis runs the commands it has received even when the
+// client has gone. Such a call is cancelled: every writing call carries a
+// unique op key that the script claims (SET NX) before writing, recording
+// what it did ('a' admitted, 'r' rejected, 'w...' accounted). The cancel
+// script sets the op key to 'c' (a tombstone: a later run of the call finds
+// its key taken and writes nothing) and, when the op had already run,
+// undoes its increments (DECRBY of the keys it used that still exist).
+// Whatever the order in which the store sees the call and its cancel, the
+// call ends up counted nowhere in the store, as long as the call arrives
+// within op_ttl of the cancel.
+//
+// admit_command with the op guard: the op key appended to KEYS, op_ttl to
+// ARGV. Reply {2}: the op was cancelled before it ran.
+std::vector<std::string> admit_command_op(const AdmissionPlan& plan, const std::string& op_key, std::int64_t op_ttl,
+                                          bool by_sha = true);
+// EVAL of the cancel script for an admission op or an accounting op.
+// Reply: 0 (the op had not run), 1 (its increments were undone).
+const std::string& cancel_script_source();
+std::vector<std::string> cancel_admit_command(const AdmissionPlan& plan, const std::string& op_key, std::int64_t op_ttl);
+std::vector<std::string> cancel_account_command(const std::vector<Incr>& plain, const std::vector<BoundedIncrs>& groups,
+                                                const std::string& op_key, std::int64_t op_ttl);
 
 // The post-response accounting batch, pipelined (not atomic, not a script):
 // per Incr, in order, two commands, so 2 * incrs.size() replies:

@@ -3,6 +3,7 @@
 // pipelined batch; last-seen writes go in the background, at most 64 in
 // flight. While the latch is open the store is not contacted: fail-open
 // counts in shared memory, fail-closed refuses admission and drops samples.
+#include <deque>
 #include <memory>
 
 #include "core/store/admit_script.h"
@@ -41,10 +42,22 @@ struct OwnedDeltas {
     OwnedDeltas& operator=(const OwnedDeltas&) = delete;
 };
 
-// The accounting script's bounded command for one request's deltas.
-std::vector<std::string> bounded_command(const std::vector<ScopeDelta>& deltas, std::time_t now, bool by_sha) {
+// An op key lives this long: a call that reaches the store later than this
+// after its cancel would be counted after all.
+constexpr std::int64_t kOpTtl = 3600;
+// Cancels waiting for the store, per worker; past this, the oldest go.
+constexpr std::size_t kMaxPendingCancels = 10000;
+
+// One request's accounting as the bounded script's counters.
+struct AccountBatch {
     std::vector<Incr> plain;
     std::vector<BoundedIncrs> groups;
+};
+
+AccountBatch account_batch(const std::vector<ScopeDelta>& deltas, std::time_t now) {
+    AccountBatch b;
+    std::vector<Incr>& plain = b.plain;
+    std::vector<BoundedIncrs>& groups = b.groups;
     for (const ScopeDelta& d : deltas) {
         if (!d.any()) continue;
         if (d.overflow_id.empty()) {
@@ -61,7 +74,7 @@ std::vector<std::string> bounded_command(const std::vector<ScopeDelta>& deltas, 
         for (Incr& i : over) g.overflow_keys.push_back(std::move(i.key));
         groups.push_back(std::move(g));
     }
-    return account_command_bounded(plain, groups, kMaxStatIds, ttl_seconds(Window::Day), by_sha);
+    return b;
 }
 // 1600 keys per round trip (the spec's admin chunk) as two MGETs, since a
 // reply array over 1024 elements is refused.
@@ -82,15 +95,24 @@ public:
 
     void admit(const AdmissionPlan& plan, AdmitDone done) override {
         if (!latch().should_try(now_ms())) return degraded_admit(plan, std::move(done));
+        send_cancels();
         auto p = std::make_shared<AdmissionPlan>(plan);
-        conn_.exec({admit_command(*p, true)}, [this, p, done = std::move(done)](const std::string& err,
-                                                                               std::vector<RespValue>& replies) mutable {
-            if (!err.empty()) return failed_admit(err, *p, std::move(done));
+        auto op = std::make_shared<std::string>(next_op());
+        conn_.exec({admit_command_op(*p, *op, kOpTtl, true)}, [this, p, op, done = std::move(done)](
+                                                                  const std::string& err,
+                                                                  std::vector<RespValue>& replies) mutable {
+            if (!err.empty()) {
+                queue_cancel(cancel_admit_command(*p, *op, kOpTtl));
+                return failed_admit(err, *p, std::move(done));
+            }
             if (is_noscript_error(replies[0])) {
                 // The server forgot the script (restart, SCRIPT FLUSH): send it whole.
-                conn_.exec({admit_command(*p, false)}, [this, p, done = std::move(done)](
+                conn_.exec({admit_command_op(*p, *op, kOpTtl, false)}, [this, p, op, done = std::move(done)](
                                                            const std::string& err2, std::vector<RespValue>& r2) mutable {
-                    if (!err2.empty()) return failed_admit(err2, *p, std::move(done));
+                    if (!err2.empty()) {
+                        queue_cancel(cancel_admit_command(*p, *op, kOpTtl));
+                        return failed_admit(err2, *p, std::move(done));
+                    }
                     finish_admit(r2[0], *p, std::move(done));
                 });
                 return;
@@ -125,17 +147,24 @@ public:
     void apply(const std::vector<ScopeDelta>& deltas, std::time_t now, WriteDone done) override {
         auto owned = std::make_shared<OwnedDeltas>(deltas);
         if (!latch().should_try(now_ms())) return degraded_apply(owned, now, std::move(done));
-        conn_.exec({bounded_command(owned->deltas, now, true)}, [this, owned, now, done = std::move(done)](
-                                                                    const std::string& err,
-                                                                    std::vector<RespValue>& replies) mutable {
+        send_cancels();
+        auto batch = std::make_shared<AccountBatch>(account_batch(owned->deltas, now));
+        auto op = std::make_shared<std::string>(next_op());
+        auto command = [batch, op](bool by_sha) {
+            return account_command_bounded(batch->plain, batch->groups, kMaxStatIds, ttl_seconds(Window::Day), *op,
+                                           kOpTtl, by_sha);
+        };
+        conn_.exec({command(true)}, [this, owned, now, batch, op, command, done = std::move(done)](
+                                        const std::string& err, std::vector<RespValue>& replies) mutable {
             if (err.empty() && is_noscript_error(replies[0])) {
-                conn_.exec({bounded_command(owned->deltas, now, false)},
-                           [this, owned, now, done = std::move(done)](const std::string& err2,
-                                                                      std::vector<RespValue>& r2) mutable {
-                               finish_apply(err2, r2, owned, now, std::move(done));
-                           });
+                conn_.exec({command(false)}, [this, owned, now, batch, op, done = std::move(done)](
+                                                 const std::string& err2, std::vector<RespValue>& r2) mutable {
+                    if (!err2.empty()) queue_cancel(cancel_account_command(batch->plain, batch->groups, *op, kOpTtl));
+                    finish_apply(err2, r2, owned, now, std::move(done));
+                });
                 return;
             }
+            if (!err.empty()) queue_cancel(cancel_account_command(batch->plain, batch->groups, *op, kOpTtl));
             finish_apply(err, replies, owned, now, std::move(done));
         });
     }
@@ -189,14 +218,17 @@ public:
     }
 
     void touch(const std::string& key, std::int64_t value, std::int64_t ttl) override {
-        if (!latch().should_try(now_ms())) {
-            if (settings_->fail_open) fallback_->touch(key, value, ttl);
-            return;
-        }
+        // Dropped before asking the latch: a dropped write must not take the
+        // probe, which would then never report and keep the latch open.
         if (telemetry_in_flight_ >= kMaxTelemetryInFlight) {
             settings_->telemetry_dropped++;
             return;
         }
+        if (!latch().should_try(now_ms())) {
+            if (settings_->fail_open) fallback_->touch(key, value, ttl);
+            return;
+        }
+        send_cancels();
         telemetry_in_flight_++;
         conn_.exec({{"SET", key, std::to_string(value), "EX", std::to_string(ttl)}},
                    [this](const std::string& err, std::vector<RespValue>& replies) {
@@ -205,6 +237,8 @@ public:
                            on_failure(err);
                        } else if (!replies.empty() && replies[0].type == RespValue::Type::Error) {
                            on_failure("store error: " + replies[0].str.substr(0, 120));
+                       } else {
+                           latch().on_success(now_ms());   // this write may have been the probe
                        }
                    });
     }
@@ -213,6 +247,42 @@ public:
 
 private:
     StoreLatch& latch() { return settings_->latch; }
+
+    std::string next_op() {
+        // unique across workers and replicas: pid, start time, a random
+        // number of this worker, a sequence number
+        return "llmgw:op:" + std::to_string(ngx_pid) + ":" + std::to_string(start_ms_) + ":" + std::to_string(nonce_) +
+               ":" + std::to_string(++op_seq_);
+    }
+
+    void queue_cancel(std::vector<std::string> cmd) {
+        if (cmd.empty()) return;
+        if (cancels_.size() >= kMaxPendingCancels) {
+            cancels_.pop_front();
+            ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
+                          "llm_gateway: more than %uz store calls to cancel; the oldest may stay counted in the store",
+                          kMaxPendingCancels);
+        }
+        cancels_.push_back(std::move(cmd));
+    }
+
+    // The cancels of failed calls go first whenever the store is contacted
+    // (one pipelined batch at a time); those that fail wait for the next.
+    void send_cancels() {
+        if (cancels_.empty() || cancels_in_flight_) return;
+        auto batch = std::make_shared<std::vector<std::vector<std::string>>>(cancels_.begin(), cancels_.end());
+        cancels_.clear();
+        cancels_in_flight_ = true;
+        conn_.exec(*batch, [this, batch](const std::string& err, std::vector<RespValue>& replies) {
+            cancels_in_flight_ = false;
+            bool ok = err.empty() && replies.size() == batch->size();
+            for (std::size_t i = 0; ok && i < replies.size(); ++i) ok = replies[i].type == RespValue::Type::Integer;
+            if (ok) return;
+            // Put them back in front (they are idempotent).
+            for (auto it = batch->rbegin(); it != batch->rend(); ++it) cancels_.push_front(std::move(*it));
+            while (cancels_.size() > kMaxPendingCancels) cancels_.pop_front();
+        });
+    }
 
     void finish_admit(const RespValue& v, const AdmissionPlan& plan, AdmitDone done) {
         AdmissionResult res;
@@ -288,6 +358,11 @@ private:
     CounterStore* fallback_;
     RedisConn conn_;
     std::size_t telemetry_in_flight_ = 0;
+    std::deque<std::vector<std::string>> cancels_;
+    bool cancels_in_flight_ = false;
+    std::uint64_t op_seq_ = 0;
+    std::int64_t start_ms_ = now_ms();
+    long nonce_ = ngx_random();
 };
 
 RedisStore*& worker_store() {
