@@ -111,3 +111,38 @@ TEST(Accounting, NoScopesOrNoModel) {
     m = by_key(build_accounting(in, kNow, false));
     EXPECT_EQ(m.size(), 3u * 3 * 4);  // no model scope without a model
 }
+
+namespace llmgw {
+namespace {
+
+TEST(Accounting, ImplausibleUsageAboveTheCeiling) {
+    Usage u;
+    u.present = true;
+    u.prompt_tokens = kDefaultMaxTokensPerRequest;
+    u.completion_tokens = kDefaultMaxTokensPerRequest;
+    EXPECT_TRUE(usage_plausible(u, kDefaultMaxTokensPerRequest));
+    u.prompt_tokens = kDefaultMaxTokensPerRequest + 1;
+    EXPECT_FALSE(usage_plausible(u, kDefaultMaxTokensPerRequest));
+    u.prompt_tokens = 11;
+    u.completion_tokens = INT64_MAX;
+    EXPECT_FALSE(usage_plausible(u, kDefaultMaxTokensPerRequest));
+    u.completion_tokens = -1;
+    EXPECT_FALSE(usage_plausible(u, kDefaultMaxTokensPerRequest));
+    u.completion_tokens = 7;
+    EXPECT_TRUE(usage_plausible(u, 18));
+    EXPECT_FALSE(usage_plausible(u, 10));
+}
+
+TEST(Accounting, ModelDeltaCarriesItsOverflowId) {
+    AccountingInput in;
+    in.model = "openai/made-up";
+    in.model_overflow = "openai/other";
+    in.usage.prompt_tokens = 3;
+    const std::vector<ScopeDelta> d = accounting_deltas(in);
+    ASSERT_EQ(d.size(), 1u);
+    EXPECT_EQ(d[0].kind, "model");
+    EXPECT_EQ(d[0].overflow_id, "openai/other");
+}
+
+}  // namespace
+}  // namespace llmgw

@@ -811,3 +811,92 @@ TEST_F(AdmitScriptRedis, AccountingScriptIncrementsAndSetsTtlOnce) {
     EXPECT_LE(ttl("acc:a"), 50);                 // the TTL was kept, not reset to 172800
     EXPECT_EQ(c_.call({"SCRIPT", "LOAD", account_script_source()}).str, account_script_sha1());
 }
+
+// ---- ops and cancels: a call that timed out is counted nowhere in the store ----
+
+TEST_F(AdmitScriptRedis, CancelBeforeTheOpRunsLeavesATombstone) {
+    Limits user;
+    const std::vector<Scope> scopes = {{"user", "alice", &user}, {"total", "", nullptr}};
+    const AdmissionPlan plan = build_admission_plan(scopes, kNow, false);
+    RespValue c = c_.call(cancel_admit_command(plan, "op:1", 3600));
+    ASSERT_EQ(c.type, T::Integer) << c.str;
+    EXPECT_EQ(c.integer, 0);
+    RespValue v = c_.call(admit_command_op(plan, "op:1", 3600, false));   // the late call
+    ASSERT_EQ(v.type, T::Array) << v.str;
+    ASSERT_EQ(v.elements.size(), 1u);
+    EXPECT_EQ(v.elements[0].integer, 2);
+    for (const Incr& in : plan.admit) EXPECT_EQ(get(in.key), 0) << in.key;
+    EXPECT_GT(ttl("op:1"), 3500);
+}
+
+TEST_F(AdmitScriptRedis, CancelAfterTheOpRanUndoesIt) {
+    Limits user;
+    user.requests_per_minute = 1;
+    const std::vector<Scope> scopes = {{"user", "alice", &user}, {"total", "", nullptr}};
+    const AdmissionPlan plan = build_admission_plan(scopes, kNow, false);
+    RespValue v = c_.call(admit_command_op(plan, "op:a", 3600, false));
+    ASSERT_EQ(v.type, T::Array) << v.str;
+    EXPECT_EQ(v.elements[0].integer, 0);                                   // admitted
+    v = c_.call(admit_command_op(plan, "op:r", 3600, false));
+    ASSERT_EQ(v.type, T::Array) << v.str;
+    EXPECT_EQ(v.elements[0].integer, 1);                                   // rejected
+    for (const Incr& in : plan.admit) EXPECT_EQ(get(in.key), 1) << in.key;
+    for (const Incr& in : plan.reject) EXPECT_EQ(get(in.key), 1) << in.key;
+    EXPECT_EQ(c_.call(cancel_admit_command(plan, "op:a", 3600)).integer, 1);
+    EXPECT_EQ(c_.call(cancel_admit_command(plan, "op:r", 3600)).integer, 1);
+    for (const Incr& in : plan.admit) EXPECT_EQ(get(in.key), 0) << in.key;
+    for (const Incr& in : plan.reject) EXPECT_EQ(get(in.key), 0) << in.key;
+    EXPECT_EQ(c_.call(cancel_admit_command(plan, "op:a", 3600)).integer, 0);   // idempotent
+    for (const Incr& in : plan.admit) EXPECT_EQ(get(in.key), 0) << in.key;
+    v = c_.call(admit_command_op(plan, "op:a", 3600, false));              // never runs twice
+    EXPECT_EQ(v.elements[0].integer, 2);
+    for (const Incr& in : plan.admit) EXPECT_EQ(get(in.key), 0) << in.key;
+}
+
+TEST_F(AdmitScriptRedis, BoundedAccountingOverflowsAndCancels) {
+    const std::vector<Incr> plain{{"p:tok", 11, 120}};
+    auto group = [](const std::string& id) {
+        BoundedIncrs g;
+        g.member = "model:" + id;
+        g.incrs = {{"m:" + id + ":req", 1, 120}, {"m:" + id + ":tok", 11, 120}};
+        g.overflow_keys = {"m:other:req", "m:other:tok"};
+        return g;
+    };
+    auto call = [&](const std::vector<BoundedIncrs>& groups, const std::string& op) {
+        RespValue v = c_.call(account_command_bounded(plain, groups, 2, 1000, op, 3600, true));
+        if (is_noscript_error(v)) v = c_.call(account_command_bounded(plain, groups, 2, 1000, op, 3600, false));
+        return v;
+    };
+    EXPECT_EQ(call({group("a"), group("b")}, "op:1").integer, 5);
+    EXPECT_EQ(call({group("c")}, "op:2").integer, 3);                     // the set is full: overflow
+    EXPECT_EQ(call({group("a")}, "op:3").integer, 3);                     // a known id keeps its own
+    EXPECT_EQ(get("m:a:req"), 2);
+    EXPECT_EQ(get("m:b:req"), 1);
+    EXPECT_EQ(get("m:c:req"), 0);
+    EXPECT_EQ(get("m:other:req"), 1);
+    EXPECT_EQ(get("m:other:tok"), 11);
+    EXPECT_EQ(get("p:tok"), 33);
+    EXPECT_EQ(c_.call({"SCARD", kStatsIdsKey}).integer, 2);
+    EXPECT_GT(ttl(kStatsIdsKey), 900);
+    EXPECT_EQ(c_.call(cancel_account_command(plain, {group("c")}, "op:2", 3600)).integer, 1);
+    EXPECT_EQ(get("m:other:req"), 0);
+    EXPECT_EQ(get("m:other:tok"), 0);
+    EXPECT_EQ(get("p:tok"), 22);
+    EXPECT_EQ(call({group("c")}, "op:2").integer, -1);                    // cancelled: writes nothing
+    EXPECT_EQ(get("p:tok"), 22);
+}
+
+TEST_F(AdmitScriptRedis, AccountingSaturatesNearTheMaximum) {
+    c_.call({"SET", "sat:a", "9223372036854775805"});
+    c_.call({"EXPIRE", "sat:a", "500"});
+    const std::vector<Incr> incrs{{"sat:a", 7, 120}, {"sat:b", 7, 120}};
+    RespValue v = c_.call(account_command(incrs, false));
+    ASSERT_EQ(v.type, T::Integer) << v.str;
+    EXPECT_EQ(c_.call({"GET", "sat:a"}).str, "9223372036854775807");
+    EXPECT_GT(ttl("sat:a"), 400);                                          // its TTL kept
+    EXPECT_EQ(get("sat:b"), 7);
+    v = c_.call(account_command_bounded(incrs, {}, 10, 1000, "op:s", 3600, false));
+    ASSERT_EQ(v.type, T::Integer) << v.str;
+    EXPECT_EQ(c_.call({"GET", "sat:a"}).str, "9223372036854775807");
+    EXPECT_EQ(get("sat:b"), 14);
+}
