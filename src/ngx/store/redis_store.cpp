@@ -42,9 +42,10 @@ struct OwnedDeltas {
     OwnedDeltas& operator=(const OwnedDeltas&) = delete;
 };
 
-// An op key lives this long: a call that reaches the store later than this
-// after its cancel would be counted after all.
-constexpr std::int64_t kOpTtl = 3600;
+// An op key lives this long (docs/store.md): a call and its cancel must
+// reach the store within it of each other. Short, because every call leaves
+// one.
+constexpr std::int64_t kOpTtl = 300;
 // Cancels waiting for the store, per worker; past this, the oldest go.
 constexpr std::size_t kMaxPendingCancels = 10000;
 
@@ -174,6 +175,7 @@ public:
             done(StoreReply{StoreStatus::Error, "the limit store is unavailable"}, {});
             return;
         }
+        send_cancels();
         std::vector<std::vector<std::string>> cmds;
         for (std::size_t i = 0; i < keys.size(); i += kReadChunk) {
             std::vector<std::string> cmd{"MGET"};
@@ -255,33 +257,46 @@ private:
                ":" + std::to_string(++op_seq_);
     }
 
-    void queue_cancel(std::vector<std::string> cmd) {
+    // Runs inside connection callbacks: never throws.
+    void queue_cancel(std::vector<std::string> cmd) noexcept {
         if (cmd.empty()) return;
-        if (cancels_.size() >= kMaxPendingCancels) {
-            cancels_.pop_front();
-            ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
-                          "llm_gateway: more than %uz store calls to cancel; the oldest may stay counted in the store",
-                          kMaxPendingCancels);
+        try {
+            if (cancels_.size() >= kMaxPendingCancels) {
+                cancels_.pop_front();
+                ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
+                              "llm_gateway: more than %uz store calls to cancel; the oldest may stay counted in the store",
+                              kMaxPendingCancels);
+            }
+            cancels_.push_back(std::move(cmd));
+        } catch (...) {
+            ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0, "llm_gateway: out of memory keeping a store cancel");
         }
-        cancels_.push_back(std::move(cmd));
     }
 
     // The cancels of failed calls go first whenever the store is contacted
     // (one pipelined batch at a time); those that fail wait for the next.
-    void send_cancels() {
+    void send_cancels() noexcept {
         if (cancels_.empty() || cancels_in_flight_) return;
-        auto batch = std::make_shared<std::vector<std::vector<std::string>>>(cancels_.begin(), cancels_.end());
-        cancels_.clear();
-        cancels_in_flight_ = true;
-        conn_.exec(*batch, [this, batch](const std::string& err, std::vector<RespValue>& replies) {
-            cancels_in_flight_ = false;
-            bool ok = err.empty() && replies.size() == batch->size();
-            for (std::size_t i = 0; ok && i < replies.size(); ++i) ok = replies[i].type == RespValue::Type::Integer;
-            if (ok) return;
-            // Put them back in front (they are idempotent).
-            for (auto it = batch->rbegin(); it != batch->rend(); ++it) cancels_.push_front(std::move(*it));
-            while (cancels_.size() > kMaxPendingCancels) cancels_.pop_front();
-        });
+        try {
+            auto batch = std::make_shared<std::vector<std::vector<std::string>>>(cancels_.begin(), cancels_.end());
+            conn_.exec(*batch, [this, batch](const std::string& err, std::vector<RespValue>& replies) {
+                cancels_in_flight_ = false;
+                bool ok = err.empty() && replies.size() == batch->size();
+                for (std::size_t i = 0; ok && i < replies.size(); ++i) ok = replies[i].type == RespValue::Type::Integer;
+                if (ok) return;
+                // Put them back in front (they are idempotent).
+                try {
+                    for (auto it = batch->rbegin(); it != batch->rend(); ++it) cancels_.push_front(std::move(*it));
+                    while (cancels_.size() > kMaxPendingCancels) cancels_.pop_front();
+                } catch (...) {
+                    ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0, "llm_gateway: out of memory keeping store cancels");
+                }
+            });
+            cancels_.clear();
+            cancels_in_flight_ = true;
+        } catch (...) {
+            // kept for the next contact
+        }
     }
 
     void finish_admit(const RespValue& v, const AdmissionPlan& plan, AdmitDone done) {
