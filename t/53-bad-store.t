@@ -67,13 +67,15 @@ for my $row (@OUTAGES) {
         is_deeply([send_n($ng, 2)], [200, 200], 'store up: 2 x 200');
         ok(Gw::wait_until(sub { redis_day($rd, 'user', 'alice', 'tokout') == 14 }, timeout => 5), 'counted in Redis: 2');
 
+        my $scripts = sub { scalar grep { $_ eq 'EVALSHA' || $_ eq 'EVAL' } map { @$_ } @{ $px->stats->{bursts} } };
+        my $before = $scripts->();
         $row->{outage}->($rd, $px);
         my $t0 = Time::HiRes::time();
         my @st;
         push @st, send_n($ng, 1, 0.3) while Time::HiRes::time() - $t0 < 8 && @st < 40;
         is_deeply([grep { $_ != 200 } @st], [], scalar(@st) . ' requests during the outage: all 200 (from shared memory)');
-        my $late_admits = scalar grep { $_ eq 'EVALSHA' || $_ eq 'EVAL' } map { @$_ } @{ $px->stats->{bursts} };
-        cmp_ok($late_admits, '>=', 4, "the store received calls during the outage ($late_admits scripts in all)");
+        my $during = $scripts->() - $before;
+        cmp_ok($during, '>=', 1, "the store received $during script call(s) during the outage, none answered in time");
         $row->{recover}->($rd, $px);
         Time::HiRes::sleep(3.5);    # the late replies arrive, or the stopped server runs what it had received
         ok(wait_store_back($ng), 'the store is back (admin usage answers)');
