@@ -94,12 +94,13 @@ char* init_main_conf(ngx_conf_t* cf, void* conf) {
             err = load_users_file_at_start(*mcf->state);
             if (!err.empty()) {
                 ngx_log_error(NGX_LOG_EMERG, cf->log, 0, "llm_gateway_users_file \"%s\" %s in %s",
-                              mcf->state->users_file.c_str(), err.c_str(), mcf->state->users_file_where.c_str());
+                              log_value(mcf->state->users_file).c_str(), log_text(err).c_str(),
+                              mcf->state->users_file_where.c_str());
                 return static_cast<char*>(NGX_CONF_ERROR);
             }
         }
     } catch (const std::exception& e) {
-        ngx_log_error(NGX_LOG_EMERG, cf->log, 0, "llm_gateway: %s", e.what());
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0, "llm_gateway: %s", log_text(e.what()).c_str());
         return static_cast<char*>(NGX_CONF_ERROR);
     }
     if (mcf->state->replica.empty()) {
@@ -166,7 +167,7 @@ ngx_int_t init_process(ngx_cycle_t* cycle) {
     try {
         return init_users_file(cycle);
     } catch (const std::exception& e) {
-        ngx_log_error(NGX_LOG_ALERT, cycle->log, 0, "llm_gateway: worker init failed: %s", e.what());
+        ngx_log_error(NGX_LOG_ALERT, cycle->log, 0, "llm_gateway: worker init failed: %s", log_text(e.what()).c_str());
         return NGX_ERROR;
     }
 }

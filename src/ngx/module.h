@@ -9,6 +9,7 @@
 #include "core/metering/pricing.h"
 #include "core/codec/openai.h"
 #include "core/codec/sse.h"
+#include "core/log/log_escape.h"
 #include "ngx/ngx_incl.h"
 #include "core/store/latch.h"
 #include "ngx/store/redis_conn.h"

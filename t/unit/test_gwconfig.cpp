@@ -175,3 +175,36 @@ TEST(UsersFile, Errors) {
     EXPECT_EQ(dup.find("sk-secret-1"), std::string::npos);
     EXPECT_EQ(dup, "user \"b\" has the same key as user \"a\"");
 }
+
+TEST(GatewayConfig, PriceLinesNameAConfiguredProvider) {
+    {
+        GatewayConfig c;
+        c.add_price_ref("openai/gpt-4o", "x.conf:3");   // before the provider line
+        c.add_provider(prov("openai"));
+        EXPECT_EQ(c.finalize(), "");
+    }
+    {
+        GatewayConfig c;
+        c.add_provider(prov("openai"));
+        c.add_price_ref("openai/gpt-4o", "x.conf:3");
+        c.add_price_ref("opneai/gpt-4o", "x.conf:4");
+        EXPECT_EQ(c.finalize(), "llm_gateway_price \"opneai/gpt-4o\" names unknown provider \"opneai\" in x.conf:4");
+    }
+    {
+        // A provider's type is not a provider name: a line naming the type
+        // would price nothing.
+        GatewayConfig c;
+        c.add_provider(prov("azure-eu"));   // type openai
+        c.add_price_ref("openai/my-model", "x.conf:9");
+        EXPECT_EQ(c.finalize(),
+                  "llm_gateway_price \"openai/my-model\" names unknown provider \"openai\"; price lines name a "
+                  "provider, not a type: write \"azure-eu/my-model\" in x.conf:9");
+    }
+    {
+        // The provider part is everything before the first slash.
+        GatewayConfig c;
+        c.add_provider(prov("local"));
+        c.add_price_ref("local/org/model-7b", "x.conf:2");
+        EXPECT_EQ(c.finalize(), "");
+    }
+}

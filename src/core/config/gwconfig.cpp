@@ -152,8 +152,27 @@ std::string GatewayConfig::finalize() {
             return "alias " + quoted(a.name) + " names unknown provider " + quoted(prov) + " in " + a.where;
         }
     }
+    for (const auto& pr : price_refs_) {
+        std::string_view prov = std::string_view(pr.target).substr(0, pr.target.find('/'));
+        if (find_provider(prov) != nullptr) continue;
+        // Price lines name a provider, never a type: "openai/gpt-4o" prices
+        // the provider named "openai" only (the built-in table is by type).
+        const ProviderConf* of_type = nullptr;
+        for (const auto& p : providers_) {
+            if (!of_type && provider_type_name(p.type) == prov) of_type = &p;
+        }
+        std::string hint = of_type ? "; price lines name a provider, not a type: write " +
+                                         quoted(of_type->name + pr.target.substr(prov.size()))
+                                   : std::string();
+        return "llm_gateway_price " + quoted(pr.target) + " names unknown provider " + quoted(prov) + hint +
+               " in " + pr.where;
+    }
     inline_.close();
     return "";
+}
+
+void GatewayConfig::add_price_ref(std::string canonical, std::string where) {
+    price_refs_.push_back(AliasConf{"", std::move(canonical), std::move(where)});
 }
 
 bool GatewayConfig::resolve_model(std::string_view requested, Resolution& out, std::string& err) const {

@@ -83,11 +83,15 @@ class GatewayConfig {
 public:
     std::string add_provider(ProviderConf p);
     std::string add_alias(AliasConf a);
+    // An llm_gateway_price line's "<provider>/<model>", checked by finalize
+    // (a price line may come before its provider's line).
+    void add_price_ref(std::string canonical, std::string where);
     Directory& inline_directory() { return inline_; }
     const Directory& inline_directory() const { return inline_; }
 
     // Cross-checks once every directive is read: aliases name a configured
-    // provider and never another alias, at most one default provider.
+    // provider and never another alias, at most one default provider; price
+    // lines name a configured provider.
     // Returns "" or a sentence naming the offending directive's file:line.
     std::string finalize();
 
@@ -107,6 +111,7 @@ public:
 private:
     std::vector<ProviderConf> providers_;
     std::vector<AliasConf> aliases_;
+    std::vector<AliasConf> price_refs_;   // name unused; target = canonical id
     std::unordered_map<std::string, std::size_t> alias_index_;
     std::unordered_map<std::string, std::size_t> model_index_;   // bare id -> provider
     const ProviderConf* default_provider_ = nullptr;

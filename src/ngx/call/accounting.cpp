@@ -84,7 +84,7 @@ void account_request(ngx_log_t* log, MainConf* mcf, RequestCtx* ctx, bool cancel
         ngx_log_error(NGX_LOG_INFO, log, 0,
                       "llm_gateway: usage user=\"%s\" model=\"%s\" prompt_tokens=%L completion_tokens=%L "
                       "cost_micro_usd=%L%s%s",
-                      ctx->user->name.c_str(), ctx->resolved.canonical.c_str(),
+                      log_value(ctx->user->name).c_str(), log_value(ctx->resolved.canonical).c_str(),
                       static_cast<long long>(in.usage.prompt_tokens), static_cast<long long>(in.usage.completion_tokens),
                       static_cast<long long>(in.cost_micros), in.estimated ? " (estimated)" : "",
                       cancelled ? " (client cancelled)" : "");
@@ -95,7 +95,7 @@ void account_request(ngx_log_t* log, MainConf* mcf, RequestCtx* ctx, bool cancel
     if (!cancelled) add_provider_deltas(deltas, ctx->resolved.provider->name, provmodel, overflow, failed);
     store->apply(deltas, now, [](const StoreReply& rep) {
         if (rep.status != StoreStatus::Ok) {
-            ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0, "llm_gateway: accounting dropped: %s", rep.error.c_str());
+            ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0, "llm_gateway: accounting dropped: %s", log_text(rep.error).c_str());
         }
     });
     touch_last_seen(store, scopes, now);

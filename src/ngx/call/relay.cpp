@@ -273,7 +273,7 @@ ngx_int_t answer_upstream_error(ngx_http_request_t* r, RequestCtx* ctx) {
     ngx_uint_t status = ctx->upstream_status;
     const std::string text = upstream_error_text(ctx->captured);   // scrubbed
     ngx_log_error(NGX_LOG_WARN, r->connection->log, 0, "llm_gateway: provider \"%s\" returned status %ui: %s",
-                  ctx->resolved.provider->name.c_str(), status, text.c_str());
+                  log_value(ctx->resolved.provider->name).c_str(), status, log_text(text).c_str());
     if (!ctx->retry_after.empty() && add_header(r, "Retry-After", ctx->retry_after) != NGX_OK) return NGX_ERROR;
     if (Usage dummy; inspect_stream_chunk(ctx->captured, dummy) == ChunkKind::Error) {
         return send_json(r, status, ctx->captured);   // already an OpenAI-style error object
@@ -290,7 +290,7 @@ ngx_int_t answer(ngx_http_request_t* r, RequestCtx* ctx) {
         if (complete || ctx->stream_error_event) return finish(r, {});
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
                       "llm_gateway: provider \"%s\" stream ended before completion",
-                      ctx->resolved.provider->name.c_str());
+                      log_value(ctx->resolved.provider->name).c_str());
         return finish(r, error_sse_event("the upstream stream ended before completion", "upstream_error",
                                               "stream_interrupted"));
     }
@@ -300,7 +300,7 @@ ngx_int_t answer(ngx_http_request_t* r, RequestCtx* ctx) {
         if (!ctx->saw_end) {
             ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
                           "llm_gateway: provider \"%s\" response ended before completion",
-                          ctx->resolved.provider->name.c_str());
+                          log_value(ctx->resolved.provider->name).c_str());
             r->keepalive = 0;
             return NGX_ERROR;   // close: the client sees an incomplete response, not a short 200
         }
@@ -315,7 +315,7 @@ ngx_int_t answer(ngx_http_request_t* r, RequestCtx* ctx) {
     account_request(r->connection->log, main_conf(r), ctx);
     bool timeout = ctx->upstream_status == NGX_HTTP_GATEWAY_TIME_OUT;
     ngx_log_error(NGX_LOG_WARN, r->connection->log, 0, "llm_gateway: provider \"%s\" %s",
-                  ctx->resolved.provider->name.c_str(), timeout ? "timed out" : "gave no response");
+                  log_value(ctx->resolved.provider->name).c_str(), timeout ? "timed out" : "gave no response");
     if (timeout) {
         return send_error(r, NGX_HTTP_GATEWAY_TIME_OUT, "the upstream provider timed out", "upstream_error",
                           "upstream_timeout");
@@ -332,7 +332,7 @@ void resume(ngx_http_request_t* r) {
     try {
         rc = answer(r, ctx);
     } catch (const std::exception& e) {
-        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "llm_gateway: relay failed: %s", e.what());
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "llm_gateway: relay failed: %s", log_text(e.what()).c_str());
         rc = NGX_ERROR;
     }
     ngx_http_finalize_request(r, rc);
@@ -405,7 +405,7 @@ ngx_int_t header_filter(ngx_http_request_t* r) {
         }
         return main_header_filter(r);
     } catch (const std::exception& e) {
-        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "llm_gateway: header filter failed: %s", e.what());
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "llm_gateway: header filter failed: %s", log_text(e.what()).c_str());
         return NGX_ERROR;
     }
 }
@@ -421,7 +421,7 @@ ngx_int_t body_filter(ngx_http_request_t* r, ngx_chain_t* in) {
         if (ctx != nullptr && ctx->replacing) return main_body_filter(r, ctx, in);
         return next_body_filter(r, in);
     } catch (const std::exception& e) {
-        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "llm_gateway: body filter failed: %s", e.what());
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "llm_gateway: body filter failed: %s", log_text(e.what()).c_str());
         return NGX_ERROR;
     }
 }

@@ -196,6 +196,7 @@ char* price(ngx_conf_t* cf, GatewayState* st) {
     if (model.find('/') == std::string::npos) {
         return conf_error(cf, "llm_gateway_price needs the canonical <provider>/<model>, not \"" + model + "\"");
     }
+    st->config.add_price_ref(model, where(cf));
     bool have_in = false, have_out = false, is_free = false;
     double in = 0, out = 0;
     for (ngx_uint_t i = 2; i < cf->args->nelts; ++i) {

@@ -77,7 +77,10 @@ char* store(ngx_conf_t* cf, MainConf* mcf) {
         }
     }
     const StoreUrl& u = st->redis.url;
-    st->redacted_url = redacted_store_url(u);
+    // The password in effect, from the URL or password=, shows as [redacted].
+    StoreUrl shown = u;
+    shown.password = st->redis.password;
+    st->redacted_url = redacted_store_url(shown);
 
     // Resolved once here, like an upstream server address.
     std::string hostport = (u.host.find(':') != std::string::npos ? "[" + u.host + "]" : u.host) + ":" +

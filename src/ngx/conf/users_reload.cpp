@@ -72,8 +72,8 @@ void poll(ngx_event_t* ev) {
                 p->rejected = sig;
                 p->have_rejected = true;
                 ngx_log_error(NGX_LOG_ERR, ev->log, 0,
-                              "llm_gateway: users file \"%s\" %s; keeping the previous users", st.users_file.c_str(),
-                              err.c_str());
+                              "llm_gateway: users file \"%s\" %s; keeping the previous users",
+                              log_value(st.users_file).c_str(), log_text(err).c_str());
             } else {
                 // A reload that really happened: forget the rejection counts
                 // of users that are gone.
@@ -86,11 +86,11 @@ void poll(ngx_event_t* ev) {
                 p->current = sig;
                 p->have_rejected = false;
                 ngx_log_error(NGX_LOG_NOTICE, ev->log, 0, "llm_gateway: users file \"%s\" reloaded: %uz users",
-                              st.users_file.c_str(), dir->users().size());
+                              log_value(st.users_file).c_str(), dir->users().size());
             }
         }
     } catch (const std::exception& e) {
-        ngx_log_error(NGX_LOG_ERR, ev->log, 0, "llm_gateway: users file reload failed: %s", e.what());
+        ngx_log_error(NGX_LOG_ERR, ev->log, 0, "llm_gateway: users file reload failed: %s", log_text(e.what()).c_str());
     }
     if (!ngx_exiting) ngx_add_timer(ev, p->mcf->users_file_interval);
 }

@@ -29,8 +29,8 @@ bool method_ok(ngx_http_request_t* r, Route route, const char** allow) {
 
 void log_auth_failure(ngx_http_request_t* r, const char* why) {
     ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
-                  "llm_gateway: authentication failed (%s): method=%V path=%V client=%V", why, &r->method_name,
-                  &r->uri, &r->connection->addr_text);
+                  "llm_gateway: authentication failed (%s): method=%s path=%s client=%V", why,
+                  log_value(sv(r->method_name)).c_str(), log_value(sv(r->uri)).c_str(), &r->connection->addr_text);
 }
 
 // Reads the buffered body (memory and, for large bodies, the temp file).
@@ -107,7 +107,7 @@ ngx_int_t authenticate(ngx_http_request_t* r, RequestCtx* ctx, LocConf* lcf) {
                       "invalid_api_key");
     }
     ngx_log_error(NGX_LOG_INFO, r->connection->log, 0, "llm_gateway: authenticated user=\"%s\" route=\"%s\"",
-                  ctx->user->name.c_str(), route_name(ctx->route));
+                  log_value(ctx->user->name).c_str(), route_name(ctx->route));
     if (lcf->mode == kModeAdmin && !ctx->user->admin) {
         return reject(r, NGX_HTTP_FORBIDDEN, "this key is not an admin key", "permission_error", "admin_required");
     }
@@ -181,7 +181,7 @@ ngx_int_t access_handler(ngx_http_request_t* r) {
     try {
         return access(r, lcf);
     } catch (const std::exception& e) {
-        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "llm_gateway: access phase failed: %s", e.what());
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "llm_gateway: access phase failed: %s", log_text(e.what()).c_str());
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 }

@@ -17,7 +17,7 @@ bool cost_budget_applies(const RequestCtx& ctx) {
 
 ngx_int_t answer_rejection(ngx_http_request_t* r, RequestCtx* ctx, const AdmissionResult& res) {
     ngx_log_error(NGX_LOG_WARN, r->connection->log, 0, "llm_gateway: rejected user=\"%s\": %s",
-                  ctx->user->name.c_str(), res.message.c_str());
+                  log_value(ctx->user->name).c_str(), log_text(res.message).c_str());
     if (add_header(r, "Retry-After", std::to_string(res.retry_after)) != NGX_OK) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
@@ -36,7 +36,7 @@ bool priced_or_allowed(ngx_http_request_t* r, RequestCtx* ctx, MainConf* mcf) {
         ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
                       "llm_gateway: model \"%s\" has no price; billed as zero for user \"%s\" "
                       "(llm_gateway_allow_unpriced on)",
-                      ctx->resolved.canonical.c_str(), ctx->user->name.c_str());
+                      log_value(ctx->resolved.canonical).c_str(), log_value(ctx->user->name).c_str());
         return true;
     }
     return false;
@@ -83,7 +83,7 @@ ngx_int_t admit_request(ngx_http_request_t* r, RequestCtx* ctx) {
     if (!ctx->is_admin_traffic && !priced_or_allowed(r, ctx, mcf)) {
         ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
                       "llm_gateway: model \"%s\" has no price and a cost budget applies to user \"%s\"",
-                      ctx->resolved.canonical.c_str(), ctx->user->name.c_str());
+                      log_value(ctx->resolved.canonical).c_str(), log_value(ctx->user->name).c_str());
         return reject(r, 402,
                       "model " + ctx->resolved.canonical +
                           " has no configured price and a cost budget applies to this key",
@@ -122,7 +122,7 @@ ngx_int_t admit_request(ngx_http_request_t* r, RequestCtx* ctx) {
 ngx_int_t finish_admission(ngx_http_request_t* r, RequestCtx* ctx) {
     if (ctx->admit_reply.status != StoreStatus::Ok) {
         ngx_log_error(NGX_LOG_WARN, r->connection->log, 0, "llm_gateway: admission refused: %s",
-                      ctx->admit_reply.error.c_str());
+                      log_text(ctx->admit_reply.error).c_str());
         return reject(r, NGX_HTTP_SERVICE_UNAVAILABLE, "the limit store is unavailable", "server_error",
                       "limit_store_unavailable");
     }

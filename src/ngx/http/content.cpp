@@ -99,7 +99,7 @@ ngx_int_t content_handler(ngx_http_request_t* r) {
     try {
         return content(r);
     } catch (const std::exception& e) {
-        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "llm_gateway: content phase failed: %s", e.what());
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "llm_gateway: content phase failed: %s", log_text(e.what()).c_str());
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 }

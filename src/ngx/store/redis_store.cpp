@@ -363,7 +363,7 @@ private:
         if (latch().on_failure(now_ms(), err)) {
             ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
                           "llm_gateway: limit store %s failed: %s; not contacting it for 5 s (%s)",
-                          settings_->redacted_url.c_str(), err.c_str(),
+                          log_value(settings_->redacted_url).c_str(), log_text(err).c_str(),
                           settings_->fail_open ? "counting in shared memory meanwhile"
                                                : "refusing admission meanwhile");
         }
