@@ -22,7 +22,7 @@ void touch_last_seen(CounterStore* store, const std::vector<Scope>& scopes, std:
     if (cache.size() > 100000) cache.clear();
     for (const Scope& s : scopes) {
         if (s.kind != "user" && s.kind != "group") continue;
-        std::string key = "llmgw:" + s.kind + ":" + s.id + ":seen";
+        std::string key = seen_key(s.kind, s.id);
         std::int64_t minute = now / 60;
         auto it = cache.find(key);
         if (it != cache.end() && it->second == minute) continue;
