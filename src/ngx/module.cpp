@@ -1,6 +1,7 @@
 // The module definition: directive table, module context, configuration
 // create/merge and postconfiguration. Handlers live in their own files.
 #include "ngx/module.h"
+#include "ngx/worker.h"
 
 namespace llmgw {
 namespace {
@@ -157,7 +158,7 @@ ngx_int_t postconfiguration(ngx_conf_t* cf) {
 
 void exit_process(ngx_cycle_t* cycle) {
     try {
-        shutdown_store();   // close the store connection before nginx checks for open sockets
+        stop_worker();   // closes the store connection before nginx checks for open sockets
     } catch (...) {
         ngx_log_error(NGX_LOG_ALERT, cycle->log, 0, "llm_gateway: closing the store failed");
     }
@@ -165,7 +166,7 @@ void exit_process(ngx_cycle_t* cycle) {
 
 ngx_int_t init_process(ngx_cycle_t* cycle) {
     try {
-        return init_users_file(cycle);
+        return start_worker(cycle);
     } catch (const std::exception& e) {
         ngx_log_error(NGX_LOG_ALERT, cycle->log, 0, "llm_gateway: worker init failed: %s", log_text(e.what()).c_str());
         return NGX_ERROR;

@@ -1,6 +1,7 @@
 // Shared declarations of the nginx shell: configuration structs, the
 // per-request context and the entry points each file provides.
 #pragma once
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "core/log/log_escape.h"
 #include "ngx/ngx_incl.h"
 #include "core/store/latch.h"
+#include "ngx/http/routes.h"
 #include "ngx/store/redis_conn.h"
 #include "ngx/store/store.h"
 
@@ -19,28 +21,16 @@ extern "C" ngx_module_t ngx_http_llm_gateway_module;
 
 namespace llmgw {
 
-// Which endpoint family a location serves (llm_gateway / llm_gateway_admin).
-enum LocMode : ngx_uint_t { kModeNone = 0, kModeApi = 1, kModeAdmin = 2 };
-
-enum class Route {
-    None,
-    ChatCompletions,
-    Embeddings,
-    Models,
-    AdminShell,
-    AdminUsage,
-    AdminOverview,
-};
+struct Worker;
 
 // Everything C++ the main conf owns; lives in cf->pool, destroyed by a pool
 // cleanup when the cycle goes.
-// llm_gateway_store: the shared store and its latch (per worker process).
+// llm_gateway_store: the shared store (its latch and counters are per
+// worker: see ngx/worker.h).
 struct StoreSettings {
     RedisSettings redis;
     bool fail_open = true;
     std::string redacted_url;
-    StoreLatch latch;
-    std::uint64_t telemetry_dropped = 0;
 };
 
 struct GatewayState {
@@ -77,7 +67,7 @@ struct RequestCtx {
 
     Phase phase = Phase::Start;
     bool waiting_body = false;
-    Route route = Route::None;
+    Route route = Route::None;        // its row: route_row(route)
     std::shared_ptr<const Directory> directory;   // keeps user alive
     const UserConf* user = nullptr;
 
@@ -104,8 +94,7 @@ struct RequestCtx {
     bool usage_estimated = false;
     const Price* price = nullptr;     // null: unpriced (billed as zero)
     bool is_admin_traffic = false;
-    bool admission_pending = false;   // a store answer is awaited
-    bool admission_async = false;     // ... and the access phase returned NGX_DONE for it
+    bool store_pending = false;       // a store answer is awaited (await_store)
     StoreReply admit_reply;
     AdmissionResult admit_result;
     std::shared_ptr<bool> alive = std::make_shared<bool>(true);   // false once the request is gone
@@ -151,8 +140,19 @@ ngx_int_t access_handler(ngx_http_request_t* r);
 
 // content.cpp
 ngx_int_t content_handler(ngx_http_request_t* r);
-Route classify(ngx_http_request_t* r, ngx_uint_t mode);
-const char* route_name(Route route);
+ngx_int_t models_handler(ngx_http_request_t* r, RequestCtx* ctx);
+
+// store_wait.cpp
+// Asks the store on behalf of a request. ask(answered) starts the store
+// operation; its completion stores what it learnt and calls answered()
+// (once, inline or later). Answered inline: returns finish(). Otherwise the
+// request is held (r->main->count) and NGX_DONE returned; when the answer
+// comes, Resume::RunPhases runs the phases again (the phase handler calls
+// finish itself), Resume::Finalize finalizes the request with finish().
+enum class Resume { RunPhases, Finalize };
+ngx_int_t await_store(ngx_http_request_t* r, RequestCtx* ctx, Resume how,
+                      const std::function<void(std::function<void()> answered)>& ask,
+                      std::function<ngx_int_t()> finish);
 
 // relay.cpp
 ngx_int_t init_filters(ngx_conf_t* cf);
@@ -166,7 +166,6 @@ ngx_int_t finish_admission(ngx_http_request_t* r, RequestCtx* ctx);
 
 // redis_store.cpp
 CounterStore* counter_store(MainConf* mcf);   // the configured store for this worker
-void shutdown_store();
 bool store_uses_in_process_ttls(MainConf* mcf);
 
 // accounting.cpp
@@ -174,11 +173,13 @@ bool store_uses_in_process_ttls(MainConf* mcf);
 // provider call is counted as neither success nor failure.
 void account_request(ngx_log_t* log, MainConf* mcf, RequestCtx* ctx, bool cancelled = false);
 
-// admin.cpp
-ngx_int_t admin_handler(ngx_http_request_t* r, RequestCtx* ctx);
+// admin.cpp: the admin routes' handlers
+ngx_int_t admin_shell(ngx_http_request_t* r, RequestCtx* ctx);
+ngx_int_t admin_usage(ngx_http_request_t* r, RequestCtx* ctx);
+ngx_int_t admin_overview(ngx_http_request_t* r, RequestCtx* ctx);
 
-// users_file.cpp
-ngx_int_t init_users_file(ngx_cycle_t* cycle);
+// users_reload.cpp
+ngx_int_t init_users_file(ngx_cycle_t* cycle, Worker& w);
 std::string load_users_file_at_start(GatewayState& st);
 
 // directives.cpp

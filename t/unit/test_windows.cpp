@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <ctime>
 
+#include "core/metering/keys.h"
 #include "core/metering/windows.h"
 
 using namespace llmgw;

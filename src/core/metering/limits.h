@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/metering/keys.h"
 #include "core/metering/windows.h"
 
 namespace llmgw {

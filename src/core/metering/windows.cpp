@@ -180,14 +180,4 @@ std::int64_t seconds_until_window_end(Window w, std::time_t now) {
     return end - t;  // >= 1: t lies inside the month that ends at `end`
 }
 
-std::string counter_key(std::string_view kind, std::string_view id, std::string_view metric, Window w,
-                        std::string_view bucket_str) {
-    const std::string_view win = window_name(w);
-    std::string key;
-    key.reserve(6 + kind.size() + id.size() + metric.size() + win.size() + bucket_str.size() + 5);
-    key.append("llmgw:").append(kind).append(":").append(id).append(":").append(metric);
-    key.append(":").append(win).append(":").append(bucket_str);
-    return key;
-}
-
 }  // namespace llmgw

@@ -28,8 +28,6 @@ std::int64_t ttl_seconds_in_process(Window w);
 // Whole seconds from now until the window holding now ends (>= 1).
 std::int64_t seconds_until_window_end(Window w, std::time_t now);
 
-// "llmgw:<kind>:<id>:<metric>:<window>:<bucket>"
-std::string counter_key(std::string_view kind, std::string_view id, std::string_view metric,
-                        Window w, std::string_view bucket);
+// Store keys are built in core/metering/keys.h.
 
 }  // namespace llmgw

@@ -45,6 +45,7 @@
 #include <string>
 #include <vector>
 
+#include "core/metering/keys.h"
 #include "core/metering/limits.h"
 #include "core/store/resp.h"
 
@@ -97,7 +98,6 @@ std::vector<std::string> account_command(const std::vector<Incr>& incrs, bool by
 // overflow keys; ARGV = "b", max_ids, ids_ttl, op_ttl, nplain, (delta, ttl)
 // per plain counter, ngroups, per group: member, n, (delta, ttl) per counter.
 // Reply: Integer, the number of counters written (-1: cancelled before).
-constexpr const char* kStatsIdsKey = "llmgw:stats:ids";
 struct BoundedIncrs {
     std::string member;
     std::vector<Incr> incrs;

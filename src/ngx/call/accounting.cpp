@@ -1,28 +1,25 @@
 // Accounting after the provider answered: tokens, cost and the served
 // model's request counter in one batch; provider attempt/failure counters;
 // last-seen stamps at most once per scope per minute per worker.
-#include <unordered_map>
-
 #include "core/metering/accounting.h"
 #include "ngx/module.h"
+#include "ngx/worker.h"
 
 namespace llmgw {
 namespace {
 
 constexpr std::int64_t kSeenTtl = 400 * 86400;
 
-// scope key -> minute of the last last-seen write from this worker.
-std::unordered_map<std::string, std::int64_t>& seen_cache() {
-    static std::unordered_map<std::string, std::int64_t> cache;
-    return cache;
-}
-
+// Writes each scope's last-seen stamp at most once a minute per worker
+// (Worker::seen remembers the minute of the last write).
 void touch_last_seen(CounterStore* store, const std::vector<Scope>& scopes, std::time_t now) {
-    auto& cache = seen_cache();
+    Worker* w = worker();
+    if (w == nullptr) return;
+    auto& cache = w->seen;
     if (cache.size() > 100000) cache.clear();
     for (const Scope& s : scopes) {
         if (s.kind != "user" && s.kind != "group") continue;
-        std::string key = "llmgw:" + s.kind + ":" + s.id + ":seen";
+        std::string key = seen_key(s.kind, s.id);
         std::int64_t minute = now / 60;
         auto it = cache.find(key);
         if (it != cache.end() && it->second == minute) continue;

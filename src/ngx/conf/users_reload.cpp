@@ -9,23 +9,10 @@
 
 #include "core/config/users_file.h"
 #include "ngx/module.h"
+#include "ngx/worker.h"
 
 namespace llmgw {
 namespace {
-
-struct FileSig {
-    std::int64_t mtime = 0, size = -1, ino = 0;
-    bool operator==(const FileSig& o) const { return mtime == o.mtime && size == o.size && ino == o.ino; }
-    bool operator!=(const FileSig& o) const { return !(*this == o); }
-};
-
-struct Poller {   // lives in the cycle pool
-    ngx_event_t ev;
-    MainConf* mcf;
-    FileSig current;     // the file the active directory came from
-    FileSig rejected;    // the last file that failed to load (reported once)
-    bool have_rejected;  // rejected holds a file (a missing file has a signature too)
-};
 
 bool file_sig(const std::string& path, FileSig& sig) {
     struct stat st;
@@ -60,8 +47,9 @@ std::string build(const GatewayState& st, std::shared_ptr<Directory>& out) {
 }
 
 void poll(ngx_event_t* ev) {
-    auto* p = static_cast<Poller*>(ev->data);
-    GatewayState& st = *p->mcf->state;
+    auto* w = static_cast<Worker*>(ev->data);
+    UsersPoll* p = w->users.get();
+    GatewayState& st = *w->mcf->state;
     try {
         FileSig sig;
         if (!file_sig(st.users_file, sig)) sig = FileSig{};
@@ -79,7 +67,7 @@ void poll(ngx_event_t* ev) {
                 // of users that are gone.
                 for (const UserConf& u : st.directory->users()) {
                     if (dir->find_user(u.name) == nullptr) {
-                        shm_reset_metric(p->mcf->zone, "llmgw:user:" + u.name + ":", "rej");
+                        shm_reset_metric(w->mcf->zone, scope_prefix("user", u.name), "rej");
                     }
                 }
                 st.directory = dir;
@@ -92,7 +80,7 @@ void poll(ngx_event_t* ev) {
     } catch (const std::exception& e) {
         ngx_log_error(NGX_LOG_ERR, ev->log, 0, "llm_gateway: users file reload failed: %s", log_text(e.what()).c_str());
     }
-    if (!ngx_exiting) ngx_add_timer(ev, p->mcf->users_file_interval);
+    if (!ngx_exiting) ngx_add_timer(ev, w->mcf->users_file_interval);
 }
 
 }  // namespace
@@ -105,19 +93,16 @@ std::string load_users_file_at_start(GatewayState& st) {
     return err;
 }
 
-ngx_int_t init_users_file(ngx_cycle_t* cycle) {
-    auto* mcf = static_cast<MainConf*>(ngx_http_cycle_get_module_main_conf(cycle, ngx_http_llm_gateway_module));
-    if (mcf == nullptr || mcf->state == nullptr || mcf->state->users_file.empty()) return NGX_OK;
-    void* mem = ngx_pcalloc(cycle->pool, sizeof(Poller));
-    if (mem == nullptr) return NGX_ERROR;
-    auto* p = new (mem) Poller{};   // trivially destructible: the pool frees it
-    p->mcf = mcf;
-    file_sig(mcf->state->users_file, p->current);   // the master loaded this one
+ngx_int_t init_users_file(ngx_cycle_t* cycle, Worker& w) {
+    if (w.mcf->state->users_file.empty()) return NGX_OK;
+    w.users = std::make_unique<UsersPoll>();
+    UsersPoll* p = w.users.get();
+    file_sig(w.mcf->state->users_file, p->current);   // the master loaded this one
     p->ev.handler = poll;
-    p->ev.data = p;
+    p->ev.data = &w;
     p->ev.log = cycle->log;
     p->ev.cancelable = 1;
-    ngx_add_timer(&p->ev, mcf->users_file_interval);
+    ngx_add_timer(&p->ev, w.mcf->users_file_interval);
     return NGX_OK;
 }
 

@@ -15,18 +15,6 @@ ngx_int_t reject_method(ngx_http_request_t* r, const char* allow) {
     return reject(r, NGX_HTTP_NOT_ALLOWED, msg, "invalid_request_error", "method_not_allowed");
 }
 
-bool method_ok(ngx_http_request_t* r, Route route, const char** allow) {
-    switch (route) {
-    case Route::ChatCompletions:
-    case Route::Embeddings:
-        *allow = "POST";
-        return r->method == NGX_HTTP_POST;
-    default:
-        *allow = "GET, HEAD";
-        return (r->method & (NGX_HTTP_GET | NGX_HTTP_HEAD)) != 0;
-    }
-}
-
 void log_auth_failure(ngx_http_request_t* r, const char* why) {
     ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
                   "llm_gateway: authentication failed (%s): method=%s path=%s client=%V", why,
@@ -54,9 +42,22 @@ bool collect_body(ngx_http_request_t* r, std::string& out) {
 
 void body_ready(ngx_http_request_t* r);
 
+ngx_int_t admitted_or_admit(ngx_http_request_t* r, RequestCtx* ctx, const RouteRow& row) {
+    if (row.metered) return admit_request(r, ctx);
+    ctx->phase = RequestCtx::Phase::Admitted;
+    return NGX_DECLINED;
+}
+
 ngx_int_t after_body(ngx_http_request_t* r, RequestCtx* ctx) {
     if (!collect_body(r, ctx->body)) {
         ngx_log_error(NGX_LOG_ERR, r->connection->log, ngx_errno, "llm_gateway: cannot read the buffered request body");
+        return reject(r, NGX_HTTP_INTERNAL_SERVER_ERROR, "the request body could not be read", "server_error", "");
+    }
+    const RouteRow& row = *route_row(ctx->route);
+    if (row.body != BodyRule::Json) {
+        // A body rule with no reader yet: a table error, never a request's.
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "llm_gateway: route \"%s\" has no body reader",
+                      row.name);
         return reject(r, NGX_HTTP_INTERNAL_SERVER_ERROR, "the request body could not be read", "server_error", "");
     }
     std::string err;
@@ -67,9 +68,9 @@ ngx_int_t after_body(ngx_http_request_t* r, RequestCtx* ctx) {
     if (!mcf->state->config.resolve_model(ctx->doc->info().model, ctx->resolved, err)) {
         return reject(r, NGX_HTTP_NOT_FOUND, err, "invalid_request_error", "model_not_found");
     }
-    bool force_usage = ctx->route == Route::ChatCompletions && ctx->doc->info().stream;
+    bool force_usage = row.codec == CodecKind::OpenAIChat && ctx->doc->info().stream;
     ctx->upstream_body = ctx->doc->rewrite(ctx->resolved.upstream_model, force_usage);
-    return admit_request(r, ctx);
+    return admitted_or_admit(r, ctx, row);
 }
 
 void body_ready(ngx_http_request_t* r) {
@@ -115,29 +116,22 @@ ngx_int_t authenticate(ngx_http_request_t* r, RequestCtx* ctx, LocConf* lcf) {
 }
 
 ngx_int_t start(ngx_http_request_t* r, RequestCtx* ctx, LocConf* lcf) {
-    ctx->route = classify(r, lcf->mode);
-    if (ctx->route == Route::AdminShell) {   // the HTML shell needs no key
-        ctx->phase = RequestCtx::Phase::Admitted;
-        return NGX_DECLINED;
-    }
-    if (ctx->route == Route::None) {
+    const RouteRow* row = find_route(lcf->mode, sv(r->uri));
+    if (row == nullptr) {
         return reject(r, NGX_HTTP_NOT_FOUND, "Unknown request URL: " + std::string(sv(r->uri)),
                       "invalid_request_error", "unknown_url");
     }
-    const char* allow = nullptr;
-    if (!method_ok(r, ctx->route, &allow)) return reject_method(r, allow);
-
-    ngx_int_t rc = authenticate(r, ctx, lcf);
-    if (rc != NGX_OK) return rc;
-
-    if (lcf->mode == kModeAdmin) {
-        ctx->is_admin_traffic = true;
-        return admit_request(r, ctx);
-    }
-    if (ctx->route != Route::ChatCompletions && ctx->route != Route::Embeddings) {
+    ctx->route = row->id;
+    if ((r->method & row->methods) == 0) return reject_method(r, row->allow);
+    if (!row->authenticated) {   // e.g. the admin HTML shell
         ctx->phase = RequestCtx::Phase::Admitted;
         return NGX_DECLINED;
     }
+
+    ngx_int_t rc = authenticate(r, ctx, lcf);
+    if (rc != NGX_OK) return rc;
+    ctx->is_admin_traffic = row->mode == kModeAdmin;
+    if (row->body == BodyRule::None) return admitted_or_admit(r, ctx, *row);
 
     ctx->phase = RequestCtx::Phase::ReadingBody;
     rc = ngx_http_read_client_request_body(r, body_ready);
@@ -166,7 +160,7 @@ ngx_int_t access(ngx_http_request_t* r, LocConf* lcf) {
     case RequestCtx::Phase::BodyRead:
         return after_body(r, ctx);
     case RequestCtx::Phase::Admitting:
-        return ctx->admission_pending ? NGX_DONE : finish_admission(r, ctx);
+        return ctx->store_pending ? NGX_DONE : finish_admission(r, ctx);
     default:
         return NGX_DECLINED;   // admitted already (e.g. after an internal redirect)
     }

@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "ngx/module.h"
+#include "ngx/worker.h"
 
 namespace llmgw {
 namespace {
@@ -45,19 +46,13 @@ bool priced_or_allowed(ngx_http_request_t* r, RequestCtx* ctx, MainConf* mcf) {
 // A user's admission plan is the same for every request within one second
 // (its keys name the current buckets, its Retry-After values count from that
 // second), so each worker keeps the plans of the current second.
-const AdmissionPlan& plan_for(const RequestCtx& ctx, std::time_t now, bool in_process) {
-    struct Cached {
-        std::time_t second;
-        AdmissionPlan plan;
-    };
-    static const Directory* dir = nullptr;
-    static std::unordered_map<const UserConf*, Cached> plans[2];   // [admin traffic]
-    if (dir != ctx.directory.get() || plans[0].size() + plans[1].size() > 4096) {
-        dir = ctx.directory.get();   // users were reloaded: their addresses may be reused
-        plans[0].clear();
-        plans[1].clear();
+const AdmissionPlan& plan_for(PlanCache& pc, const RequestCtx& ctx, std::time_t now, bool in_process) {
+    if (pc.dir != ctx.directory.get() || pc.plans[0].size() + pc.plans[1].size() > 4096) {
+        pc.dir = ctx.directory.get();   // users were reloaded: their addresses may be reused
+        pc.plans[0].clear();
+        pc.plans[1].clear();
     }
-    Cached& c = plans[ctx.is_admin_traffic ? 1 : 0][ctx.user];
+    PlanCache::Cached& c = pc.plans[ctx.is_admin_traffic ? 1 : 0][ctx.user];
     if (c.second != now || c.plan.admit.empty()) {
         c.plan = build_admission_plan(request_scopes(ctx), now, in_process);
         c.second = now;
@@ -90,33 +85,24 @@ ngx_int_t admit_request(ngx_http_request_t* r, RequestCtx* ctx) {
                       "invalid_request_error", "model_unpriced");
     }
     CounterStore* store = counter_store(mcf);
-    if (store == nullptr) return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    const AdmissionPlan& plan = plan_for(*ctx, ngx_time(), store_uses_in_process_ttls(mcf));
+    Worker* w = worker();
+    if (store == nullptr || w == nullptr) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    const AdmissionPlan& plan = plan_for(w->plans, *ctx, ngx_time(), store_uses_in_process_ttls(mcf));
 
     ctx->phase = RequestCtx::Phase::Admitting;
-    ctx->admission_pending = true;
-    std::weak_ptr<bool> alive = ctx->alive;
-    store->admit(plan, [r, ctx, alive](const StoreReply& rep, const AdmissionResult& res) {
-        auto token = alive.lock();
-        if (!token || !*token) return;   // the request ended while the store was asked
-        ctx->admit_reply = rep;
-        ctx->admit_result = res;
-        ctx->admission_pending = false;
-        if (!ctx->admission_async) return;   // answered inside admit(): the caller continues
-        ctx->admission_async = false;
-        ngx_connection_t* c = r->connection;
-        r->main->count--;
-        ngx_http_core_run_phases(r);
-        ngx_http_run_posted_requests(c);
-    });
-    if (ctx->admission_pending) {
-        // Wait for the store; hold a reference so the request outlives the
-        // call (the store answers or times out within its 2 s bound).
-        ctx->admission_async = true;
-        r->main->count++;
-        return NGX_DONE;
-    }
-    return finish_admission(r, ctx);
+    return await_store(
+        r, ctx, Resume::RunPhases,
+        [store, &plan, ctx](std::function<void()> answered) {
+            std::weak_ptr<bool> alive = ctx->alive;
+            store->admit(plan, [ctx, alive, answered](const StoreReply& rep, const AdmissionResult& res) {
+                auto token = alive.lock();
+                if (!token || !*token) return;   // the request ended while the store was asked
+                ctx->admit_reply = rep;
+                ctx->admit_result = res;
+                answered();
+            });
+        },
+        [r, ctx]() { return finish_admission(r, ctx); });
 }
 
 ngx_int_t finish_admission(ngx_http_request_t* r, RequestCtx* ctx) {

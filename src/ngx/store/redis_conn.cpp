@@ -3,6 +3,8 @@
 #include <arpa/inet.h>
 #include <sys/socket.h>
 
+#include <new>
+
 namespace llmgw {
 
 RedisConn::RedisConn(const RedisSettings& s, ngx_log_t* log) : s_(s), log_(log), quiet_log_(*log) {
@@ -161,10 +163,14 @@ void RedisConn::start_tls() {
         c_->ssl->handler = tls_done;
         return;
     }
-    tls_done(c_);
+    tls_done_body(c_);
 }
 
 void RedisConn::tls_done(ngx_connection_t* c) {
+    guarded(static_cast<RedisConn*>(c->data), "TLS", [c] { tls_done_body(c); });
+}
+
+void RedisConn::tls_done_body(ngx_connection_t* c) {
     auto* self = static_cast<RedisConn*>(c->data);
     if (c->write->timer_set) {
         ngx_del_timer(c->write);
@@ -305,22 +311,73 @@ void RedisConn::post_callbacks() {
     auto done = std::move(done_);
     done_.clear();
     for (auto& d : done) {
-        if (d.first) d.first(d.second.first, d.second.second);
+        if (d.first) deliver(d.first, d.second.first, d.second.second);
     }
 }
 
-void RedisConn::on_read(ngx_event_t* ev) {
+// Runs one callback. An exception before the callback ran (handling the
+// reply) fails its batch: the callback gets an error instead. One thrown by
+// the callback itself is logged; the callback has done what it could.
+void RedisConn::deliver(Callback& cb, std::string& err, std::vector<RespValue>& replies) noexcept {
+    bool called = false;
+    try {
+        if (fault_next_reply_ && err.empty()) {
+            fault_next_reply_ = false;
+            throw std::bad_alloc();
+        }
+        called = true;
+        cb(err, replies);
+        return;
+    } catch (const std::exception& e) {
+        ngx_log_error(NGX_LOG_ERR, log_, 0, "llm_gateway: handling a store reply failed: %s", e.what());
+    } catch (...) {
+        ngx_log_error(NGX_LOG_ERR, log_, 0, "llm_gateway: handling a store reply failed");
+    }
+    if (called) return;
+    try {
+        std::string e = "the store reply could not be handled";
+        std::vector<RespValue> none;
+        cb(e, none);
+    } catch (...) {
+        ngx_log_error(NGX_LOG_ERR, log_, 0, "llm_gateway: failing a store call failed");
+    }
+}
+
+template <typename F>
+void RedisConn::guarded(RedisConn* self, const char* where, F body) noexcept {
+    try {
+        body();
+        return;
+    } catch (const std::exception& e) {
+        ngx_log_error(NGX_LOG_ERR, self->log_, 0, "llm_gateway: store %s handler failed: %s", where, e.what());
+    } catch (...) {
+        ngx_log_error(NGX_LOG_ERR, self->log_, 0, "llm_gateway: store %s handler failed", where);
+    }
+    try {
+        self->fail("internal error");
+        self->post_callbacks();
+    } catch (...) {
+        // Out of memory even for failing: drop the connection and the
+        // batches; their requests time out at the client.
+        self->close();
+        self->batches_.clear();
+        self->done_.clear();
+        ngx_log_error(NGX_LOG_ERR, self->log_, 0, "llm_gateway: store calls dropped after a handler failure");
+    }
+}
+
+void RedisConn::on_read_body(ngx_event_t* ev) {
     auto* c = static_cast<ngx_connection_t*>(ev->data);
     auto* self = static_cast<RedisConn*>(c->data);
     if (self->connecting_ && !self->ready_) {   // readable before writable: test the connect
-        on_write(c->write);
+        on_write_body(c->write);
         return;
     }
     self->read();
     self->post_callbacks();
 }
 
-void RedisConn::on_write(ngx_event_t* ev) {
+void RedisConn::on_write_body(ngx_event_t* ev) {
     auto* c = static_cast<ngx_connection_t*>(ev->data);
     auto* self = static_cast<RedisConn*>(c->data);
     if (ev->timedout) {
@@ -350,7 +407,7 @@ void RedisConn::on_write(ngx_event_t* ev) {
     self->post_callbacks();
 }
 
-void RedisConn::on_timer(ngx_event_t* ev) {
+void RedisConn::on_timer_body(ngx_event_t* ev) {
     auto* self = static_cast<RedisConn*>(ev->data);
     if (self->batches_.empty()) return;
     if (self->batches_.front().deadline > ngx_current_msec + 1) {
@@ -362,7 +419,22 @@ void RedisConn::on_timer(ngx_event_t* ev) {
 }
 
 void RedisConn::on_post(ngx_event_t* ev) {
-    static_cast<RedisConn*>(ev->data)->post_callbacks();
+    auto* self = static_cast<RedisConn*>(ev->data);
+    guarded(self, "callback", [self] { self->post_callbacks(); });
+}
+
+void RedisConn::on_read(ngx_event_t* ev) {
+    auto* c = static_cast<ngx_connection_t*>(ev->data);
+    guarded(static_cast<RedisConn*>(c->data), "read", [ev] { on_read_body(ev); });
+}
+
+void RedisConn::on_write(ngx_event_t* ev) {
+    auto* c = static_cast<ngx_connection_t*>(ev->data);
+    guarded(static_cast<RedisConn*>(c->data), "write", [ev] { on_write_body(ev); });
+}
+
+void RedisConn::on_timer(ngx_event_t* ev) {
+    guarded(static_cast<RedisConn*>(ev->data), "timer", [ev] { on_timer_body(ev); });
 }
 
 }  // namespace llmgw

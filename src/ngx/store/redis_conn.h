@@ -42,6 +42,9 @@ public:
     void exec(const std::vector<std::vector<std::string>>& cmds, Callback cb);
     void close();                  // fails whatever is pending
     std::size_t in_flight() const { return batches_.size(); }
+    // Test-only (LLMGW_TEST_FAULT): handling the next reply throws
+    // std::bad_alloc before its callback runs.
+    void fail_next_reply() { fault_next_reply_ = true; }
 
 private:
     struct Batch {
@@ -64,10 +67,18 @@ private:
     void fail(const std::string& err);
     void arm_timer();
     void post_callbacks();
+    void deliver(Callback& cb, std::string& err, std::vector<RespValue>& replies) noexcept;
+    // Runs an event handler's body; an exception fails the pending work.
+    template <typename F>
+    static void guarded(RedisConn* self, const char* where, F body) noexcept;
     static void on_read(ngx_event_t* ev);
     static void on_write(ngx_event_t* ev);
     static void on_timer(ngx_event_t* ev);
     static void on_post(ngx_event_t* ev);
+    static void on_read_body(ngx_event_t* ev);
+    static void on_write_body(ngx_event_t* ev);
+    static void on_timer_body(ngx_event_t* ev);
+    static void tls_done_body(ngx_connection_t* c);
 
     const RedisSettings& s_;
     ngx_log_t* log_;
@@ -82,6 +93,7 @@ private:
     ngx_event_t timer_{};
     ngx_event_t post_{};           // runs completed callbacks outside I/O handlers
     std::vector<std::pair<Callback, std::pair<std::string, std::vector<RespValue>>>> done_;
+    bool fault_next_reply_ = false;
 };
 
 }  // namespace llmgw

@@ -8,8 +8,10 @@
 
 #include "core/store/admit_script.h"
 #include "core/store/latch.h"
+#include "core/metering/keys.h"
 #include "ngx/module.h"
 #include "ngx/store/redis_conn.h"
+#include "ngx/worker.h"
 
 namespace llmgw {
 namespace {
@@ -88,8 +90,10 @@ std::int64_t now_ms() {
 
 class RedisStore : public CounterStore {
 public:
-    RedisStore(StoreSettings* settings, CounterStore* fallback)
-        : settings_(settings), fallback_(fallback), conn_(settings->redis, ngx_cycle->log) {}
+    RedisStore(StoreSettings* settings, CounterStore* fallback, Worker& w)
+        : settings_(settings), fallback_(fallback), worker_(w), conn_(settings->redis, ngx_cycle->log) {
+        if (w.faults.redis_reply_bad_alloc) conn_.fail_next_reply();
+    }
 
     const char* name() const override { return "redis"; }
     bool in_process_ttls() const override { return false; }
@@ -223,7 +227,7 @@ public:
         // Dropped before asking the latch: a dropped write must not take the
         // probe, which would then never report and keep the latch open.
         if (telemetry_in_flight_ >= kMaxTelemetryInFlight) {
-            settings_->telemetry_dropped++;
+            worker_.telemetry_dropped++;
             return;
         }
         if (!latch().should_try(now_ms())) {
@@ -245,16 +249,14 @@ public:
                    });
     }
 
-    void shutdown() { conn_.close(); }
-
 private:
-    StoreLatch& latch() { return settings_->latch; }
+    StoreLatch& latch() { return worker_.latch; }
 
     std::string next_op() {
         // unique across workers and replicas: pid, start time, a random
         // number of this worker, a sequence number
-        return "llmgw:op:" + std::to_string(ngx_pid) + ":" + std::to_string(start_ms_) + ":" + std::to_string(nonce_) +
-               ":" + std::to_string(++op_seq_);
+        return op_key(std::to_string(ngx_pid) + ":" + std::to_string(start_ms_) + ":" + std::to_string(nonce_) + ":" +
+                      std::to_string(++op_seq_));
     }
 
     // Runs inside connection callbacks: never throws.
@@ -371,6 +373,7 @@ private:
 
     StoreSettings* settings_;
     CounterStore* fallback_;
+    Worker& worker_;
     RedisConn conn_;
     std::size_t telemetry_in_flight_ = 0;
     std::deque<std::vector<std::string>> cancels_;
@@ -380,29 +383,16 @@ private:
     long nonce_ = ngx_random();
 };
 
-RedisStore*& worker_store() {
-    static RedisStore* store = nullptr;
-    return store;
-}
-
 }  // namespace
 
 CounterStore* counter_store(MainConf* mcf) {
+    Worker* w = worker();
+    if (w == nullptr) return nullptr;
     CounterStore* shm = shm_store(mcf->zone);
     StoreSettings* st = mcf->state->store.get();
     if (st == nullptr || shm == nullptr) return shm;
-    RedisStore*& store = worker_store();
-    if (store == nullptr) {
-        ngx_pool_cleanup_t* cln = ngx_pool_cleanup_add(ngx_cycle->pool, sizeof(RedisStore));
-        if (cln == nullptr) return nullptr;
-        store = new (cln->data) RedisStore(st, shm);
-        cln->handler = [](void* p) { static_cast<RedisStore*>(p)->~RedisStore(); };
-    }
-    return store;
-}
-
-void shutdown_store() {
-    if (RedisStore* s = worker_store()) s->shutdown();
+    if (!w->redis) w->redis = std::make_unique<RedisStore>(st, shm, *w);
+    return w->redis.get();
 }
 
 bool store_uses_in_process_ttls(MainConf* mcf) { return mcf->state->store == nullptr; }

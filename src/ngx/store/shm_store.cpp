@@ -14,6 +14,7 @@
 #include <memory>
 
 #include "ngx/module.h"
+#include "ngx/worker.h"
 
 namespace llmgw {
 namespace {
@@ -58,20 +59,13 @@ std::size_t slab_size(std::size_t size) {
     return n;
 }
 
-// Splits a key into its entry key (the metric taken out) and slot. The last
-// three ':'-separated parts are metric, window and bucket (an id may itself
-// contain ':').
+// Splits a key into its entry key (the metric taken out) and slot; a key
+// that is not a counter of a known metric is an entry of its own.
 Slot entry_key(const std::string& key, std::string& out) {
-    std::size_t b = key.rfind(':');
-    std::size_t w = b == std::string::npos || b == 0 ? std::string::npos : key.rfind(':', b - 1);
-    std::size_t m = w == std::string::npos || w == 0 ? std::string::npos : key.rfind(':', w - 1);
-    if (m != std::string::npos) {
-        int slot = metric_from_name(std::string_view(key).substr(m + 1, w - m - 1));
-        if (slot >= 0) {
-            out.assign(key, 0, m);
-            out.append(key, w, std::string::npos);
-            return static_cast<Slot>(slot);
-        }
+    std::string_view metric;
+    if (split_counter_key(key, out, metric)) {
+        int slot = metric_from_name(metric);
+        if (slot >= 0) return static_cast<Slot>(slot);
     }
     out = key;
     return kOther;
@@ -263,8 +257,7 @@ private:
     }
 
     void entry_key_of(std::string_view kind, std::string_view id, Window w) {
-        ekey_.assign("llmgw:").append(kind).append(":").append(id).append(":");
-        ekey_.append(window_name(w)).append(":").append(bucket(w, now_));
+        assign_entry_key(ekey_, kind, id, w, bucket(w, now_));
     }
 
     Entry* find_or_create(const std::string& key, std::int64_t ttl, bool stats = false) {
@@ -457,18 +450,11 @@ ngx_shm_zone_t* add_shm_zone(ngx_conf_t* cf, ngx_str_t* name, size_t size) {
 }
 
 CounterStore* shm_store(ngx_shm_zone_t* zone) {
-    // One store object per zone per process, owned by the cycle pool's
-    // lifetime through a cleanup (workers never outlive their cycle).
-    auto* ctx = static_cast<ZoneCtx*>(zone->data);
-    static ZoneCtx* cached_ctx = nullptr;
-    static ShmStore* cached = nullptr;
-    if (cached_ctx == ctx && cached) return cached;
-    ngx_pool_cleanup_t* cln = ngx_pool_cleanup_add(ngx_cycle->pool, sizeof(ShmStore));
-    if (cln == nullptr) return nullptr;
-    cached = new (cln->data) ShmStore(ctx);
-    cln->handler = [](void* p) { static_cast<ShmStore*>(p)->~ShmStore(); };
-    cached_ctx = ctx;
-    return cached;
+    // One store object per worker, owned by the worker state.
+    Worker* w = worker();
+    if (w == nullptr) return nullptr;
+    if (!w->shm) w->shm = std::make_unique<ShmStore>(static_cast<ZoneCtx*>(zone->data));
+    return w->shm.get();
 }
 
 void shm_reset_metric(ngx_shm_zone_t* zone, const std::string& scope_prefix, const std::string& metric) {

@@ -1,0 +1,8 @@
+// Which codec a route's provider call uses (None: the route calls no provider).
+#pragma once
+
+namespace llmgw {
+
+enum class CodecKind { None, OpenAIChat, OpenAIEmbeddings, Passthrough };
+
+}  // namespace llmgw

@@ -1,0 +1,27 @@
+// Route matching (no nginx): a route is chosen by its location's mode and a
+// suffix of the request path; the first matching row wins.
+#pragma once
+#include <cstddef>
+#include <string_view>
+
+namespace llmgw {
+
+inline bool path_ends_with(std::string_view path, std::string_view suffix) {
+    return !suffix.empty() && path.size() >= suffix.size() &&
+           path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// Row needs `mode` (compared with mode) and `suffixes` (an array of
+// string_views; empty ones are unused). nullptr when no row matches.
+template <typename Row, std::size_t N>
+const Row* match_route(const Row (&rows)[N], unsigned mode, std::string_view path) {
+    for (const Row& row : rows) {
+        if (static_cast<unsigned>(row.mode) != mode) continue;
+        for (std::string_view s : row.suffixes) {
+            if (path_ends_with(path, s)) return &row;
+        }
+    }
+    return nullptr;
+}
+
+}  // namespace llmgw

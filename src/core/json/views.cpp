@@ -1,0 +1,131 @@
+#include "core/json/views.h"
+
+#include "core/json/writer.h"
+#include "core/metering/keys.h"
+
+namespace llmgw {
+
+namespace {
+
+void model_entry(JsonWriter& w, std::string_view id, std::string_view owner) {
+    w.begin_object().field("id", id).field("object", "model").field("created", std::int64_t{0});
+    w.field("owned_by", owner).end_object();
+}
+
+void limits_object(JsonWriter& w, const Limits* l) {
+    w.key("limits").begin_object();
+    if (l != nullptr) {
+        auto add = [&](const char* n, std::int64_t v) {
+            if (v > 0) w.field(n, v);
+        };
+        add("requestsPerMinute", l->requests_per_minute);
+        add("requestsPerDay", l->requests_per_day);
+        add("tokensPerDay", l->tokens_per_day);
+        add("tokensPerMonth", l->tokens_per_month);
+        add("costPerDayMicroUsd", l->cost_per_day_micros);
+        add("costPerMonthMicroUsd", l->cost_per_month_micros);
+    }
+    w.end_object();
+}
+
+void usage_entry(JsonWriter& w, const char* kind, const std::string& id, const std::string* group,
+                 const Limits* limits, const std::int64_t* v) {
+    w.begin_object().field("kind", kind).field("name", id);
+    if (group != nullptr) w.field("group", *group);
+    w.field("requestsPerMinute", v[kUsageReqMin]);
+    w.field("requestsPerDay", v[kUsageReqDay]);
+    w.field("tokensInPerDay", v[kUsageInDay]);
+    w.field("tokensOutPerDay", v[kUsageOutDay]);
+    w.field("tokensInPerMonth", v[kUsageInMonth]);
+    w.field("tokensOutPerMonth", v[kUsageOutMonth]);
+    w.field("costPerDayMicroUsd", v[kUsageCostDay]);
+    w.field("costPerMonthMicroUsd", v[kUsageCostMonth]);
+    w.field("rejectionsPerDay", v[kUsageRejDay]);
+    w.key("lastSeen").time(v[kUsageSeen]);
+    limits_object(w, limits);
+    w.end_object();
+}
+
+}  // namespace
+
+std::string render_models(const GatewayConfig& cfg) {
+    JsonWriter w;
+    w.begin_object().field("object", "list").key("data").begin_array();
+    for (const auto& p : cfg.providers()) {
+        for (const auto& m : p.models) model_entry(w, p.name + "/" + m, p.name);
+    }
+    for (const auto& a : cfg.aliases()) {
+        model_entry(w, a.name, std::string_view(a.target).substr(0, a.target.find('/')));
+    }
+    w.end_array().end_object();
+    return w.take();
+}
+
+std::string render_usage(const Directory& dir, std::time_t now, const std::vector<std::int64_t>& values,
+                         const std::string& replica) {
+    const std::size_t need = (dir.users().size() + dir.groups().size() + 1) * kUsageSlots;
+    std::vector<std::int64_t> padded;
+    const std::int64_t* v = values.data();
+    if (values.size() < need) {   // a caller's bug; never read past the end
+        padded = values;
+        padded.resize(need, 0);
+        v = padded.data();
+    }
+    JsonWriter w;
+    w.begin_object().key("time").time(now).field("replica", replica).key("users").begin_array();
+    for (const auto& u : dir.users()) {
+        usage_entry(w, "user", u.name, &u.group, &u.limits, v);
+        v += kUsageSlots;
+    }
+    w.end_array().key("groups").begin_array();
+    for (const auto& g : dir.groups()) {
+        usage_entry(w, "group", g.name, nullptr, &g.limits, v);
+        v += kUsageSlots;
+    }
+    w.end_array().key("total");
+    usage_entry(w, "total", "all", nullptr, nullptr, v);
+    w.end_object();
+    return w.take();
+}
+
+std::string render_overview(const OverviewInput& in) {
+    JsonWriter w;
+    w.begin_object().field("replica", in.replica);
+    if (!in.instance.empty()) w.field("instance", in.instance);
+    w.key("providers").begin_array();
+    if (in.config != nullptr) {
+        for (const auto& p : in.config->providers()) {
+            w.begin_object().field("name", p.name).field("type", provider_type_name(p.type));
+            w.field("location", p.location).field("key", p.key.empty() ? std::string("none") : p.key_ref);
+            w.key("models").begin_array();
+            for (const auto& m : p.models) w.str(m);
+            w.end_array().field("default", p.is_default).end_object();
+        }
+    }
+    w.end_array().key("groups").begin_array();
+    std::int64_t users = 0;
+    if (in.directory != nullptr) {
+        for (const auto& g : in.directory->groups()) w.str(g.name);
+        users = static_cast<std::int64_t>(in.directory->users().size());
+    }
+    w.end_array().field("users", users).key("store").begin_object();
+    const OverviewStore& s = in.store;
+    if (s.shared) {
+        w.field("type", "redis").field("url", s.url).field("up", s.up).field("failOpen", s.fail_open);
+        if (s.has_error) {
+            w.field("lastError", s.last_error).key("lastErrorTime").time(s.last_error_time);
+        } else {
+            w.key("lastError").null().key("lastErrorTime").null();
+        }
+        w.key("telemetryDropped").num(static_cast<std::int64_t>(s.telemetry_dropped));
+    } else {
+        w.field("type", "shm").field("up", true);
+    }
+    w.end_object().key("pricing").begin_object().field("builtinDate", in.builtin_price_date);
+    w.field("models", static_cast<std::int64_t>(in.priced_models)).field("allowUnpriced", in.allow_unpriced);
+    w.end_object().key("features").begin_object().field("usersFile", in.users_file).field("sharedStore", s.shared);
+    w.end_object().key("warnings").begin_array().end_array().end_object();
+    return w.take();
+}
+
+}  // namespace llmgw

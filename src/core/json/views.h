@@ -1,0 +1,48 @@
+// The gateway's own JSON documents built from plain data (no nginx):
+// GET /v1/models and the admin usage and overview views. Field order is part
+// of the contract.
+#pragma once
+#include <cstdint>
+#include <ctime>
+#include <string>
+#include <vector>
+
+#include "core/config/gwconfig.h"
+
+namespace llmgw {
+
+// {"object":"list","data":[...]}: every provider's models as provider/model,
+// then every alias, owned by its target's provider.
+std::string render_models(const GatewayConfig& cfg);
+
+// values: kUsageSlots values (core/metering/keys.h order) per user, per
+// group, then for the total, as read from the keys of append_usage_keys.
+std::string render_usage(const Directory& dir, std::time_t now, const std::vector<std::int64_t>& values,
+                         const std::string& replica);
+
+struct OverviewStore {
+    bool shared = false;           // a Redis store; false: shared memory only
+    std::string url;               // redacted
+    bool up = true;
+    bool fail_open = true;
+    bool has_error = false;
+    std::string last_error;
+    std::int64_t last_error_time = 0;   // unix seconds
+    std::uint64_t telemetry_dropped = 0;
+};
+
+struct OverviewInput {
+    std::string replica, instance;             // instance "" = not shown
+    const GatewayConfig* config = nullptr;     // providers
+    const Directory* directory = nullptr;      // groups, user count
+    OverviewStore store;
+    std::string builtin_price_date;
+    std::size_t priced_models = 0;
+    bool allow_unpriced = false;
+    bool users_file = false;
+};
+
+// Secrets never appear: a provider shows how its key was given (key_ref).
+std::string render_overview(const OverviewInput& in);
+
+}  // namespace llmgw

@@ -1,0 +1,73 @@
+#include "core/metering/keys.h"
+
+namespace llmgw {
+
+namespace {
+
+void append_scope(std::string& out, std::string_view kind, std::string_view id) {
+    out.append("llmgw:").append(kind).append(":").append(id).append(":");
+}
+
+}  // namespace
+
+std::string counter_key(std::string_view kind, std::string_view id, std::string_view metric, Window w,
+                        std::string_view bucket_str) {
+    const std::string_view win = window_name(w);
+    std::string key;
+    key.reserve(6 + kind.size() + id.size() + metric.size() + win.size() + bucket_str.size() + 5);
+    append_scope(key, kind, id);
+    key.append(metric).append(":").append(win).append(":").append(bucket_str);
+    return key;
+}
+
+std::string seen_key(std::string_view kind, std::string_view id) {
+    std::string key = scope_prefix(kind, id);
+    key.append("seen");
+    return key;
+}
+
+std::string scope_prefix(std::string_view kind, std::string_view id) {
+    std::string key;
+    append_scope(key, kind, id);
+    return key;
+}
+
+void assign_entry_key(std::string& out, std::string_view kind, std::string_view id, Window w,
+                      std::string_view bucket_str) {
+    out.clear();
+    append_scope(out, kind, id);
+    out.append(window_name(w)).append(":").append(bucket_str);
+}
+
+bool split_counter_key(std::string_view key, std::string& entry, std::string_view& metric) {
+    std::size_t b = key.rfind(':');
+    std::size_t w = b == std::string_view::npos || b == 0 ? std::string_view::npos : key.rfind(':', b - 1);
+    std::size_t m = w == std::string_view::npos || w == 0 ? std::string_view::npos : key.rfind(':', w - 1);
+    if (m == std::string_view::npos) return false;
+    metric = key.substr(m + 1, w - m - 1);
+    entry.assign(key.data(), m);
+    entry.append(key.substr(w));
+    return true;
+}
+
+void append_usage_keys(std::string_view kind, std::string_view id, std::time_t now, std::vector<std::string>& out) {
+    const std::string m = bucket(Window::Min, now), d = bucket(Window::Day, now), mo = bucket(Window::Month, now);
+    out.push_back(counter_key(kind, id, "req", Window::Min, m));
+    out.push_back(counter_key(kind, id, "req", Window::Day, d));
+    out.push_back(counter_key(kind, id, "tokin", Window::Day, d));
+    out.push_back(counter_key(kind, id, "tokout", Window::Day, d));
+    out.push_back(counter_key(kind, id, "tokin", Window::Month, mo));
+    out.push_back(counter_key(kind, id, "tokout", Window::Month, mo));
+    out.push_back(counter_key(kind, id, "cost", Window::Day, d));
+    out.push_back(counter_key(kind, id, "cost", Window::Month, mo));
+    out.push_back(counter_key(kind, id, "rej", Window::Day, d));
+    out.push_back(seen_key(kind, id));
+}
+
+std::string op_key(std::string_view unique) {
+    std::string key = "llmgw:op:";
+    key.append(unique);
+    return key;
+}
+
+}  // namespace llmgw

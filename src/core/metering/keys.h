@@ -1,0 +1,48 @@
+// The one home of every store key the gateway writes or reads. Writers
+// (admission plans, accounting, last-seen stamps), readers (the admin usage
+// view) and the shared-memory entries all build their keys here.
+//
+//   counter    llmgw:<kind>:<id>:<metric>:<window>:<bucket>
+//   last seen  llmgw:<kind>:<id>:seen
+//   shm entry  llmgw:<kind>:<id>:<window>:<bucket>   (a counter key without its metric)
+//   scope      llmgw:<kind>:<id>:                     (prefix of all of the above)
+//   op         llmgw:op:<worker-unique id>            (a store call's guard, docs/store.md)
+//   stats ids  llmgw:stats:ids                        (the bounded set of statistics ids, Redis)
+#pragma once
+#include <cstdint>
+#include <ctime>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/metering/windows.h"
+
+namespace llmgw {
+
+constexpr const char* kStatsIdsKey = "llmgw:stats:ids";
+
+std::string counter_key(std::string_view kind, std::string_view id, std::string_view metric, Window w,
+                        std::string_view bucket);
+std::string seen_key(std::string_view kind, std::string_view id);
+std::string scope_prefix(std::string_view kind, std::string_view id);
+
+// The shared-memory entry key of a scope's window, written into out (its
+// capacity is reused: this runs for every scope and window of a request).
+void assign_entry_key(std::string& out, std::string_view kind, std::string_view id, Window w,
+                      std::string_view bucket);
+// Splits a counter key into its entry key and its metric name. The last
+// three ':'-separated parts are metric, window and bucket (an id may itself
+// contain ':'). False (out untouched) when key has fewer parts.
+bool split_counter_key(std::string_view key, std::string& entry, std::string_view& metric);
+
+// The guard key of one store call: "llmgw:op:" + unique.
+std::string op_key(std::string_view unique);
+
+// The keys the admin usage view reads for one scope, in this order.
+enum UsageSlot {
+    kUsageReqMin, kUsageReqDay, kUsageInDay, kUsageOutDay, kUsageInMonth, kUsageOutMonth,
+    kUsageCostDay, kUsageCostMonth, kUsageRejDay, kUsageSeen, kUsageSlots
+};
+void append_usage_keys(std::string_view kind, std::string_view id, std::time_t now, std::vector<std::string>& out);
+
+}  // namespace llmgw

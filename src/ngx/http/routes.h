@@ -1,0 +1,58 @@
+// The route table: one row per endpoint. The access phase (method, key,
+// body, admission) and the content phase (handler) read the row; adding an
+// endpoint is adding a Route id and its row.
+#pragma once
+#include <string_view>
+
+#include "core/codec/codec_kind.h"
+#include "ngx/ngx_incl.h"
+
+namespace llmgw {
+
+struct RequestCtx;
+
+// Which endpoint family a location serves (llm_gateway / llm_gateway_admin).
+enum LocMode : ngx_uint_t { kModeNone = 0, kModeApi = 1, kModeAdmin = 2 };
+
+enum class Route {
+    None,
+    ChatCompletions,
+    Embeddings,
+    Models,
+    AdminShell,
+    AdminUsage,
+    AdminOverview,
+};
+
+// What the access phase does with the request body before admission.
+enum class BodyRule {
+    None,        // not read; discarded by the content phase
+    Json,        // read whole, parsed as a JSON request with a model
+    Multipart,   // read whole, multipart/form-data with a model part
+    Raw,         // read whole, relayed as is
+};
+
+using RouteHandler = ngx_int_t (*)(ngx_http_request_t* r, RequestCtx* ctx);
+
+struct RouteRow {
+    Route id;
+    LocMode mode;
+    std::string_view suffixes[2];   // path suffixes (an empty one is unused)
+    ngx_uint_t methods;             // NGX_HTTP_GET | ...
+    const char* allow;              // Allow header of a 405
+    bool authenticated;             // needs a key (admin mode: an admin key)
+    BodyRule body;
+    const char* name;               // in log lines
+    const char* event_route;        // the spec's event route value; nullptr: none
+    CodecKind codec;
+    bool metered;                   // goes through limit admission
+    RouteHandler handler;           // content phase
+};
+
+// The row of a location mode and request path; nullptr when none matches.
+const RouteRow* find_route(ngx_uint_t mode, std::string_view path);
+// The row of a route id (Route::None: nullptr).
+const RouteRow* route_row(Route id);
+const char* route_name(Route id);
+
+}  // namespace llmgw

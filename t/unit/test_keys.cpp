@@ -1,0 +1,89 @@
+// Store key shapes, and that the admin usage view reads the keys the writers
+// (admission plan, accounting batch) write.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "core/metering/accounting.h"
+#include "core/metering/keys.h"
+
+namespace llmgw {
+namespace {
+
+constexpr std::time_t kNoon = 1795780800;   // 2026-11-27 12:00:00 UTC
+
+bool contains(const std::vector<std::string>& v, const std::string& s) {
+    return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+TEST(Keys, Shapes) {
+    EXPECT_EQ(counter_key("user", "bob", "tokin", Window::Day, "20261127"), "llmgw:user:bob:tokin:day:20261127");
+    EXPECT_EQ(seen_key("group", "eng"), "llmgw:group:eng:seen");
+    EXPECT_EQ(scope_prefix("user", "bob"), "llmgw:user:bob:");
+    std::string e = "reused";
+    assign_entry_key(e, "provmodel", "mock/gpt-4o", Window::Month, "202611");
+    EXPECT_EQ(e, "llmgw:provmodel:mock/gpt-4o:month:202611");
+}
+
+TEST(Keys, SplitCounterKeyIsTheInverse) {
+    std::string entry;
+    std::string_view metric;
+    ASSERT_TRUE(split_counter_key(counter_key("model", "a:b/c", "cost", Window::Hour, "2026112712"), entry, metric));
+    EXPECT_EQ(metric, "cost");
+    std::string expect;
+    assign_entry_key(expect, "model", "a:b/c", Window::Hour, "2026112712");
+    EXPECT_EQ(entry, expect);
+    EXPECT_FALSE(split_counter_key("llmgw:x", entry, metric));
+}
+
+TEST(Keys, UsageKeysInSlotOrder) {
+    std::vector<std::string> keys;
+    append_usage_keys("user", "alice", kNoon, keys);
+    ASSERT_EQ(keys.size(), static_cast<std::size_t>(kUsageSlots));
+    EXPECT_EQ(keys[kUsageReqMin], "llmgw:user:alice:req:min:202611271200");
+    EXPECT_EQ(keys[kUsageReqDay], "llmgw:user:alice:req:day:20261127");
+    EXPECT_EQ(keys[kUsageInDay], "llmgw:user:alice:tokin:day:20261127");
+    EXPECT_EQ(keys[kUsageOutDay], "llmgw:user:alice:tokout:day:20261127");
+    EXPECT_EQ(keys[kUsageInMonth], "llmgw:user:alice:tokin:month:202611");
+    EXPECT_EQ(keys[kUsageOutMonth], "llmgw:user:alice:tokout:month:202611");
+    EXPECT_EQ(keys[kUsageCostDay], "llmgw:user:alice:cost:day:20261127");
+    EXPECT_EQ(keys[kUsageCostMonth], "llmgw:user:alice:cost:month:202611");
+    EXPECT_EQ(keys[kUsageRejDay], "llmgw:user:alice:rej:day:20261127");
+    EXPECT_EQ(keys[kUsageSeen], "llmgw:user:alice:seen");
+}
+
+// Every minute/day/month counter the writers produce for a scope, of a
+// metric the admin shows, is one the admin reads.
+TEST(Keys, AdminReadsWhatWritersWrite) {
+    std::vector<Scope> scopes{{"user", "alice", nullptr}, {"group", "eng", nullptr}, {"total", "all", nullptr}};
+    AccountingInput in;
+    in.scopes = scopes;
+    in.model = "mock/gpt-4o";
+    in.usage.prompt_tokens = 11;
+    in.usage.completion_tokens = 7;
+    in.cost_micros = 6;
+    std::vector<Incr> written = build_accounting(in, kNoon, false);
+    AdmissionPlan plan = build_admission_plan(scopes, kNoon, false);
+    written.insert(written.end(), plan.admit.begin(), plan.admit.end());
+    written.insert(written.end(), plan.reject.begin(), plan.reject.end());
+
+    std::vector<std::string> read;
+    for (const Scope& s : scopes) append_usage_keys(s.kind, s.id, kNoon, read);
+
+    std::size_t checked = 0;
+    for (const Incr& i : written) {
+        if (i.key.rfind("llmgw:model:", 0) == 0) continue;   // not an admin usage scope
+        bool shown = (i.key.find(":req:min:") != std::string::npos || i.key.find(":day:") != std::string::npos ||
+                      i.key.find(":month:") != std::string::npos) &&
+                     i.key.find(":req:month:") == std::string::npos;
+        if (!shown) continue;
+        EXPECT_TRUE(contains(read, i.key)) << i.key;
+        ++checked;
+    }
+    // user, group, total: req min+day, tokin/tokout/cost day+month, rej day.
+    EXPECT_EQ(checked, 3u * 9u);
+    EXPECT_TRUE(contains(read, seen_key("user", "alice")));
+}
+
+}  // namespace
+}  // namespace llmgw

@@ -1,0 +1,69 @@
+// The JSON documents rendered from plain data: exact bytes, field order.
+#include <gtest/gtest.h>
+
+#include "core/json/views.h"
+#include "core/metering/keys.h"
+
+namespace llmgw {
+namespace {
+
+TEST(Views, ModelsEmptyConfig) {
+    GatewayConfig cfg;
+    EXPECT_EQ(render_models(cfg), R"({"object":"list","data":[]})");
+}
+
+TEST(Views, UsageOfAnEmptyDirectory) {
+    Directory dir;
+    std::vector<std::int64_t> v(kUsageSlots, 0);
+    v[kUsageReqDay] = 3;
+    v[kUsageSeen] = 1795780800;
+    EXPECT_EQ(render_usage(dir, 1795780800, v, "r\"1"),
+              R"({"time":"2026-11-27T12:00:00Z","replica":"r\"1","users":[],"groups":[],"total":)"
+              R"({"kind":"total","name":"all","requestsPerMinute":0,"requestsPerDay":3,"tokensInPerDay":0,)"
+              R"("tokensOutPerDay":0,"tokensInPerMonth":0,"tokensOutPerMonth":0,"costPerDayMicroUsd":0,)"
+              R"("costPerMonthMicroUsd":0,"rejectionsPerDay":0,"lastSeen":"2026-11-27T12:00:00Z","limits":{}}})");
+}
+
+TEST(Views, UsageShortValuesReadAsZero) {
+    Directory dir;
+    std::string out = render_usage(dir, 0, {}, "r");
+    EXPECT_NE(out.find(R"("time":null)"), std::string::npos);
+    EXPECT_NE(out.find(R"("lastSeen":null)"), std::string::npos);
+}
+
+TEST(Views, OverviewShmStore) {
+    OverviewInput in;
+    in.replica = "r1";
+    in.builtin_price_date = "2026-01-01";
+    in.priced_models = 4;
+    EXPECT_EQ(render_overview(in),
+              R"({"replica":"r1","providers":[],"groups":[],"users":0,"store":{"type":"shm","up":true},)"
+              R"("pricing":{"builtinDate":"2026-01-01","models":4,"allowUnpriced":false},)"
+              R"("features":{"usersFile":false,"sharedStore":false},"warnings":[]})");
+}
+
+TEST(Views, OverviewRedisStore) {
+    OverviewInput in;
+    in.replica = "r1";
+    in.instance = "blue";
+    in.store.shared = true;
+    in.store.url = "redis://127.0.0.1:6379/0";
+    in.store.up = false;
+    in.store.has_error = true;
+    in.store.last_error = "cannot connect";
+    in.store.last_error_time = 1795780800;
+    in.store.telemetry_dropped = 2;
+    in.users_file = true;
+    EXPECT_EQ(render_overview(in),
+              R"({"replica":"r1","instance":"blue","providers":[],"groups":[],"users":0,)"
+              R"("store":{"type":"redis","url":"redis://127.0.0.1:6379/0","up":false,"failOpen":true,)"
+              R"("lastError":"cannot connect","lastErrorTime":"2026-11-27T12:00:00Z","telemetryDropped":2},)"
+              R"("pricing":{"builtinDate":"","models":0,"allowUnpriced":false},)"
+              R"("features":{"usersFile":true,"sharedStore":true},"warnings":[]})");
+    in.store.has_error = false;
+    std::string out = render_overview(in);
+    EXPECT_NE(out.find(R"("lastError":null,"lastErrorTime":null,"telemetryDropped":2)"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace llmgw
