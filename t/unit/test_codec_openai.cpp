@@ -251,8 +251,11 @@ TEST(CodecOpenAI, NotAFinalStatus) {
                          "\"type\":\"upstream_error\",\"code\":\"bad_gateway\",\"param\":null}}");
     }
     auto c = chat(false, false);
-    EXPECT_EQ(c->head(0, ""), BodyMode::Invalid);
+    EXPECT_EQ(c->head(-1, ""), BodyMode::Invalid);
     EXPECT_EQ(c->result().text, "no valid HTTP status line");
+    auto c2 = chat(false, false);
+    c2->head(999, "application/json");
+    EXPECT_EQ(c2->result().text, "status 999 is not a final HTTP status");
 }
 
 TEST(CodecOpenAI, JsonAnswerToAStreamRequest) {

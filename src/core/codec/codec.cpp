@@ -137,8 +137,8 @@ BodyMode Codec::head(int status, std::string_view content_type) {
     res_.status = status;
     if (status < 200 || status > 599) {
         mode_ = BodyMode::Invalid;
-        res_.text = status == 0 ? "no valid HTTP status line"
-                                : "status " + std::to_string(status) + " is not a final HTTP status";
+        res_.text = status < 0 ? "no valid HTTP status line"
+                               : "status " + std::to_string(status) + " is not a final HTTP status";
         return mode_;
     }
     if (status >= 300) {

@@ -89,7 +89,8 @@ public:
     virtual bool build_request(const CallerRequest& in, UpstreamRequest& out, std::string& err) const = 0;
 
     // Response side, in order: head() once, feed() per piece, finish() once.
-    // A status outside 200..599 (1xx included: nginx 1.22 relays none) is Invalid.
+    // A status outside 200..599 (1xx included: nginx 1.22 relays none) is
+    // Invalid; a negative status means the answer had no HTTP status line.
     BodyMode head(int status, std::string_view content_type);
     // Appends client bytes for Stream mode (nothing otherwise). A Whole
     // answer over whole_limit turns into Stream mode: out then holds what was

@@ -146,11 +146,12 @@ ngx_int_t Call::on_header(ngx_http_request_t* s) {
     // The subrequest's own header is never sent: the request writes the client's.
     s->header_sent = 1;
     ngx_uint_t status = s->headers_out.status;
-    if (s->http_version == NGX_HTTP_VERSION_9) status = 0;   // the upstream sent no HTTP status line
+    const bool no_status_line = s->http_version == NGX_HTTP_VERSION_9;   // nginx read it as HTTP/0.9
+    if (no_status_line) status = 0;
     answered_ = true;
     upstream_status = status;
     if (status >= 300) retry_after = find_header(s, "retry-after");
-    BodyMode m = codec->head(static_cast<int>(status), sv(s->headers_out.content_type));
+    BodyMode m = codec->head(no_status_line ? -1 : static_cast<int>(status), sv(s->headers_out.content_type));
     if (m == BodyMode::Invalid) {
         // Not a final answer (1xx, no status line, a status out of range):
         // stop reading it; nginx closes the upstream connection.
@@ -227,6 +228,9 @@ ngx_int_t Call::on_done(ngx_int_t rc) {
         BodyEnd how = saw_end_ ? BodyEnd::Clean : rc == NGX_ERROR ? BodyEnd::Invalid : BodyEnd::Cut;
         codec->finish(how, pending_);
         deliver(pending_);
+    } else if (rc != NGX_HTTP_GATEWAY_TIME_OUT && sr->upstream != nullptr && sr->upstream->state != nullptr &&
+               sr->upstream->state->bytes_received > 0) {
+        garbled_head_ = true;   // bytes came, but never a complete response header
     }
     if (join_ != nullptr && join_->pending > 0) --join_->pending;
     if (rc >= NGX_HTTP_SPECIAL_RESPONSE || rc == NGX_ERROR) return NGX_OK;   // no nginx error page: the request answers

@@ -40,6 +40,8 @@ public:
     // The provider answered with headers (as opposed to no answer at all).
     bool answered() const { return answered_; }
     bool timed_out() const { return !answered_ && sr_rc == NGX_HTTP_GATEWAY_TIME_OUT; }
+    // No answer, but the provider did send bytes: a response header it never completed.
+    bool garbled_head() const { return garbled_head_; }
     // What the request has not sent yet: a whole body, an error body, the end of a stream.
     std::string& pending() { return pending_; }
     const std::string& captured() const { return captured_; }
@@ -65,6 +67,7 @@ private:
     void deliver(std::string& out);
 
     bool answered_ = false;
+    bool garbled_head_ = false;
     bool saw_end_ = false;
     bool announced_ = false;        // the request was told a streamed answer began
     std::string pending_;

@@ -114,6 +114,12 @@ ngx_int_t answer(ngx_http_request_t* r, RequestCtx* ctx) {
     account_request(r->connection->log, main_conf(r), ctx);
     if (call->answered() && ctx->head_sent) return answer_stream(r, *call);
     if (call->answered()) return answer_whole(r, ctx, *call);
+    if (call->garbled_head()) {
+        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                      "llm_gateway: provider \"%s\" sent an invalid response: incomplete response header",
+                      provider_name(*call));
+        return send_error(r, NGX_HTTP_BAD_GATEWAY, Codec::kInvalidMessage, "upstream_error", "bad_gateway");
+    }
     // No response reached the filters: nginx itself failed the call
     // (connect error, timeout). Answer with the envelope, not its page.
     bool timeout = call->timed_out();
