@@ -8,8 +8,8 @@
 
 #include "core/config/gwconfig.h"
 #include "core/metering/pricing.h"
+#include "core/codec/codec_kind.h"
 #include "core/codec/openai.h"
-#include "core/codec/sse.h"
 #include "core/log/log_escape.h"
 #include "ngx/ngx_incl.h"
 #include "core/store/latch.h"
@@ -59,6 +59,8 @@ struct LocConf {
     off_t max_body_size;      // llm_gateway_max_body_size
 };
 
+class Call;   // ngx/call/call.h
+
 // Per-request state. Placement-new'd into pool cleanup storage (its
 // destructor is the cleanup), so it is found again after an internal
 // redirect cleared r->ctx.
@@ -75,23 +77,12 @@ struct RequestCtx {
     std::string body;                 // client body as received
     std::unique_ptr<RequestDoc> doc;
     Resolution resolved;
-    std::string upstream_body;
 
-    // relay of the provider subrequest
-    enum class Relay { Pending, Sse, Pass, UpstreamError, NoResponse };
-    Relay relay = Relay::Pending;
-    ngx_uint_t upstream_status = 0;
-    bool sr_done = false;
-    bool saw_end = false;             // last_in_chain seen: upstream finished cleanly
-    bool saw_done_event = false;      // "data: [DONE]" seen
-    bool stream_error_event = false;  // upstream sent an error event mid-stream
-    ngx_int_t sr_rc = 0;
-    std::string captured;             // non-stream body copy / error body
-    bool captured_overflow = false;
-    SseParser sse;
-    std::vector<SseEvent> events;
-    Usage usage;
-    bool usage_estimated = false;
+    // The provider calls, in the order they ran; chosen: the one whose
+    // answer the client gets (tokens and cost are taken from it).
+    std::vector<std::unique_ptr<Call>> calls;
+    Call* chosen = nullptr;
+    bool head_sent = false;           // the client's head of a streamed answer went out
     const Price* price = nullptr;     // null: unpriced (billed as zero)
     bool is_admin_traffic = false;
     bool store_pending = false;       // a store answer is awaited (await_store)
@@ -99,14 +90,10 @@ struct RequestCtx {
     AdmissionResult admit_result;
     std::shared_ptr<bool> alive = std::make_shared<bool>(true);   // false once the request is gone
     MainConf* mcf = nullptr;          // for accounting from the pool cleanup
+    RequestCtx();
     ~RequestCtx();
-    ngx_chain_t* free_bufs = nullptr;
-    ngx_chain_t* busy_bufs = nullptr;
-    ngx_http_request_t* sr = nullptr;
-    bool accounted = false;
+    bool accounted = false;           // tokens and cost of the request counted
     bool own_response = false;        // the gateway wrote this response itself
-    bool stream_broken = false;       // an SSE event over the size bound
-    std::string retry_after;          // upstream Retry-After on an error
     bool replacing = false;           // nginx error page being replaced by the envelope
     bool replacement_sent = false;
     std::string replacement;
@@ -156,7 +143,11 @@ ngx_int_t await_store(ngx_http_request_t* r, RequestCtx* ctx, Resume how,
 
 // relay.cpp
 ngx_int_t init_filters(ngx_conf_t* cf);
+// Starts the request's provider call; NGX_DONE (the request is answered
+// when the call ends) or an HTTP status.
 ngx_int_t start_provider_call(ngx_http_request_t* r, RequestCtx* ctx);
+// The codec a route speaks (one switch; later a column of the route table).
+CodecKind codec_for(const RequestCtx& ctx);
 
 // admission.cpp
 std::vector<Scope> request_scopes(const RequestCtx& ctx);
@@ -169,9 +160,13 @@ CounterStore* counter_store(MainConf* mcf);   // the configured store for this w
 bool store_uses_in_process_ttls(MainConf* mcf);
 
 // accounting.cpp
+// Tokens and cost of the request, once, from the call that answered
+// (ctx->chosen), with that call's provider counters in the same batch.
 // cancelled: the client went away mid-call; tokens are still counted, the
 // provider call is counted as neither success nor failure.
 void account_request(ngx_log_t* log, MainConf* mcf, RequestCtx* ctx, bool cancelled = false);
+// Provider attempt/failure counters of one call, once (calls that did not answer the client).
+void account_call(ngx_log_t* log, MainConf* mcf, RequestCtx* ctx, Call& call);
 
 // admin.cpp: the admin routes' handlers
 ngx_int_t admin_shell(ngx_http_request_t* r, RequestCtx* ctx);

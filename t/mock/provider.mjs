@@ -134,6 +134,7 @@ function takeScripted(rec) {
 
 async function playScripted(entry, req, res) {
   if (entry.hang) return; // never answer; the socket stays open until the client closes it
+  if (entry.wire !== undefined) return playWire(entry, res);
   const status = entry.status ?? 200;
   const headers = { ...(entry.headers ?? {}) };
   const hasHeader = (name) => Object.keys(headers).some((k) => k.toLowerCase() === name);
@@ -180,6 +181,24 @@ async function playScripted(entry, req, res) {
     return;
   }
   res.end(body);
+}
+
+// {wire: "..." or ["...", ...]}: bytes written to the socket as they are
+// (latin1, so any byte can be scripted), HTTP framing and all, delay_ms
+// between the pieces; then the connection is closed unless keep_open is set.
+async function playWire(entry, res) {
+  const sock = res.socket;
+  if (!sock) return;
+  const parts = Array.isArray(entry.wire) ? entry.wire : [entry.wire];
+  for (let i = 0; i < parts.length; i++) {
+    if (i > 0 && entry.delay_ms) await sleep(entry.delay_ms);
+    if (sock.destroyed) return;
+    sock.write(Buffer.from(parts[i], 'latin1'));
+  }
+  if (entry.keep_open) return;
+  await sleep(10);
+  sock.end();
+  setTimeout(() => sock.destroy(), 50);
 }
 
 // ------------------------------------------------------ default: OpenAI

@@ -1,8 +1,6 @@
-// Which codec a route's provider call uses (None: the route calls no provider).
+// The wire format a route speaks to its provider: picks the codec.
 #pragma once
 
 namespace llmgw {
-
 enum class CodecKind { None, OpenAIChat, OpenAIEmbeddings, Passthrough };
-
 }  // namespace llmgw

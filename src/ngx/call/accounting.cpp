@@ -2,6 +2,7 @@
 // model's request counter in one batch; provider attempt/failure counters;
 // last-seen stamps at most once per scope per minute per worker.
 #include "core/metering/accounting.h"
+#include "ngx/call/call.h"
 #include "ngx/module.h"
 #include "ngx/worker.h"
 
@@ -44,8 +45,62 @@ void add_provider_deltas(std::vector<ScopeDelta>& out, const std::string& prov, 
 
 }  // namespace
 
+namespace {
+
+// A failure is a 429, a 5xx, an invalid answer or no answer at all.
+bool call_failed(const Call& c) {
+    if (!c.answered()) return true;
+    switch (c.outcome().end) {
+    case EndState::UpstreamError: return c.upstream_status >= 500 || c.upstream_status == 429;
+    case EndState::Invalid: return true;
+    default: return false;
+    }
+}
+
+// Whether the call produced an answer the client is billed for: a 2xx that
+// began (complete or not), or a call the client left while it was running.
+bool call_served(const Call& c, bool cancelled) {
+    if (!c.answered()) return cancelled;
+    switch (c.outcome().end) {
+    case EndState::Complete:
+    case EndState::StreamError:
+    case EndState::Cut:
+        return true;
+    case EndState::Open:
+        return cancelled && c.upstream_status >= 200 && c.upstream_status < 300;
+    default:
+        return false;
+    }
+}
+
+const std::string provmodel_of(const RequestCtx& ctx, const Call& c) {
+    return c.provider->name + "/" + ctx.resolved.upstream_model;
+}
+
+void apply(CounterStore* store, const std::vector<ScopeDelta>& deltas, std::time_t now) {
+    store->apply(deltas, now, [](const StoreReply& rep) {
+        if (rep.status != StoreStatus::Ok) {
+            ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0, "llm_gateway: accounting dropped: %s", log_text(rep.error).c_str());
+        }
+    });
+}
+
+}  // namespace
+
+void account_call(ngx_log_t*, MainConf* mcf, RequestCtx* ctx, Call& call) {
+    if (call.accounted || ctx->user == nullptr) return;
+    call.accounted = true;
+    CounterStore* store = counter_store(mcf);
+    if (store == nullptr) return;
+    std::vector<ScopeDelta> deltas;
+    add_provider_deltas(deltas, call.provider->name, provmodel_of(*ctx, call), call.provider->name + "/other",
+                        call_failed(call));
+    apply(store, deltas, ngx_time());
+}
+
 void account_request(ngx_log_t* log, MainConf* mcf, RequestCtx* ctx, bool cancelled) {
-    if (ctx->accounted || ctx->user == nullptr || ctx->resolved.provider == nullptr) return;
+    Call* call = ctx->chosen;
+    if (ctx->accounted || ctx->user == nullptr || ctx->resolved.provider == nullptr || call == nullptr) return;
     ctx->accounted = true;
     CounterStore* store = counter_store(mcf);
     if (store == nullptr) return;
@@ -53,21 +108,19 @@ void account_request(ngx_log_t* log, MainConf* mcf, RequestCtx* ctx, bool cancel
 
     std::vector<ScopeDelta> deltas;
     AccountingInput in;
-    bool served = ctx->relay == RequestCtx::Relay::Sse || ctx->relay == RequestCtx::Relay::Pass ||
-                  (cancelled && ctx->relay == RequestCtx::Relay::Pending);
     std::vector<Scope> scopes = request_scopes(*ctx);
     // Past the bound on distinct statistics ids, new model ids count here.
-    const std::string overflow = ctx->resolved.provider->name + "/other";
-    if (served) {
+    const std::string overflow = call->provider->name + "/other";
+    if (call_served(*call, cancelled)) {
         in.scopes = scopes;
         in.model = ctx->resolved.canonical;
         in.model_overflow = overflow;
-        in.usage = ctx->usage;
+        in.usage = call->outcome().usage;
         if (in.usage.present && !usage_plausible(in.usage, mcf->max_tokens_per_request)) {
             ngx_log_error(NGX_LOG_WARN, log, 0,
                           "llm_gateway: implausible usage from the provider for model \"%s\" (prompt_tokens=%L "
                           "completion_tokens=%L, over llm_gateway_max_tokens_per_request %i); estimating",
-                          ctx->resolved.canonical.c_str(), static_cast<long long>(in.usage.prompt_tokens),
+                          log_value(ctx->resolved.canonical).c_str(), static_cast<long long>(in.usage.prompt_tokens),
                           static_cast<long long>(in.usage.completion_tokens), mcf->max_tokens_per_request);
             in.usage.present = false;
         }
@@ -86,15 +139,13 @@ void account_request(ngx_log_t* log, MainConf* mcf, RequestCtx* ctx, bool cancel
                       static_cast<long long>(in.cost_micros), in.estimated ? " (estimated)" : "",
                       cancelled ? " (client cancelled)" : "");
     }
-    bool failed = !served && !(ctx->relay == RequestCtx::Relay::UpstreamError && ctx->upstream_status < 500 &&
-                               ctx->upstream_status != 429);
-    const std::string provmodel = ctx->resolved.provider->name + "/" + ctx->resolved.upstream_model;
-    if (!cancelled) add_provider_deltas(deltas, ctx->resolved.provider->name, provmodel, overflow, failed);
-    store->apply(deltas, now, [](const StoreReply& rep) {
-        if (rep.status != StoreStatus::Ok) {
-            ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0, "llm_gateway: accounting dropped: %s", log_text(rep.error).c_str());
+    if (!call->accounted) {
+        call->accounted = true;
+        if (!cancelled) {
+            add_provider_deltas(deltas, call->provider->name, provmodel_of(*ctx, *call), overflow, call_failed(*call));
         }
-    });
+    }
+    apply(store, deltas, now);
     touch_last_seen(store, scopes, now);
 }
 

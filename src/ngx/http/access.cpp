@@ -68,8 +68,6 @@ ngx_int_t after_body(ngx_http_request_t* r, RequestCtx* ctx) {
     if (!mcf->state->config.resolve_model(ctx->doc->info().model, ctx->resolved, err)) {
         return reject(r, NGX_HTTP_NOT_FOUND, err, "invalid_request_error", "model_not_found");
     }
-    bool force_usage = row.codec == CodecKind::OpenAIChat && ctx->doc->info().stream;
-    ctx->upstream_body = ctx->doc->rewrite(ctx->resolved.upstream_model, force_usage);
     return admitted_or_admit(r, ctx, row);
 }
 

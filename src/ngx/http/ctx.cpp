@@ -1,6 +1,7 @@
 // The per-request context. It is a C++ object placed in pool cleanup
 // storage, so the pool owns it; r->ctx is only a cache, rebuilt from the
 // cleanup list after an internal redirect has cleared it.
+#include "ngx/call/call.h"
 #include "ngx/module.h"
 
 namespace llmgw {
@@ -12,11 +13,13 @@ void destroy_ctx(void* data) {
 
 }  // namespace
 
+RequestCtx::RequestCtx() = default;
+
 RequestCtx::~RequestCtx() {
     *alive = false;
     // A provider call whose request ended before the relay finished (the
     // client went away): its tokens are still counted.
-    if (sr != nullptr && !accounted && mcf != nullptr) {
+    if (chosen != nullptr && !accounted && mcf != nullptr) {
         try {
             account_request(ngx_cycle->log, mcf, this, true);
         } catch (...) {

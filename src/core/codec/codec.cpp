@@ -1,0 +1,260 @@
+// The codec base: status checks, buffering of whole and error bodies, the
+// gateway's answers to broken upstream responses; the factory; usage sniffing.
+#include "core/codec/codec.h"
+#include "core/codec/codec_impl.h"
+
+#include <cstdint>
+#include <exception>
+
+#include <rapidjson/encodedstream.h>
+#include <rapidjson/memorystream.h>
+#include <rapidjson/reader.h>
+
+#include "core/json/envelope.h"
+
+namespace llmgw {
+
+namespace rj = rapidjson;
+
+namespace {
+
+struct NullScan : rj::BaseReaderHandler<rj::UTF8<>, NullScan> {};
+
+// Usage fields of one document; -1: absent or not a count.
+struct UsageFields {
+    std::int64_t prompt = -1, completion = -1;
+};
+
+// SAX scan for the known usage shapes; iterative, nothing stored but the
+// key path of the current value (keys deeper than kMaxDepth are not kept).
+struct UsageScan : rj::BaseReaderHandler<rj::UTF8<>, UsageScan> {
+    static constexpr std::size_t kMaxDepth = 4;
+    struct Frame {
+        bool array;
+        std::string key;
+    };
+    std::vector<Frame> frames;
+    std::size_t depth = 0;   // real depth (frames holds at most kMaxDepth)
+    UsageFields f;
+
+    enum Field { kNone, kPrompt, kCompletion };
+
+    Field field_here() const {
+        if (depth != frames.size() || depth == 0 || frames.back().array) return kNone;
+        std::size_t i = 0;
+        if (frames[0].array) i = 1;   // a root array: each element is a document
+        const std::size_t n = depth - i;
+        auto key = [&](std::size_t k) -> const std::string& { return frames[i + k].key; };
+        const std::string& last = frames.back().key;
+        bool usage = (n == 2 && key(0) == "usage") ||
+                     (n == 3 && key(0) == "message" && key(1) == "usage" && !frames[i + 1].array);
+        if (usage) {
+            if (last == "prompt_tokens" || last == "input_tokens") return kPrompt;
+            if (last == "completion_tokens" || last == "output_tokens") return kCompletion;
+            return kNone;
+        }
+        if (n == 2 && key(0) == "usageMetadata") {
+            if (last == "promptTokenCount") return kPrompt;
+            if (last == "candidatesTokenCount") return kCompletion;
+        }
+        return kNone;
+    }
+    bool number(std::int64_t v) {
+        switch (field_here()) {
+        case kPrompt: f.prompt = v; break;
+        case kCompletion: f.completion = v; break;
+        case kNone: break;
+        }
+        return true;
+    }
+    bool Int(int v) { return number(v >= 0 ? v : -1); }
+    bool Uint(unsigned v) { return number(v); }
+    bool Int64(std::int64_t v) { return number(v >= 0 ? v : -1); }
+    bool Uint64(std::uint64_t v) {
+        return number(v <= static_cast<std::uint64_t>(INT64_MAX) ? static_cast<std::int64_t>(v) : -1);
+    }
+    bool Double(double) { return number(-1); }
+    bool Key(const char* s, rj::SizeType len, bool) {
+        if (depth == frames.size() && depth > 0) frames.back().key.assign(s, len);
+        return true;
+    }
+    bool start(bool array) {
+        if (depth == frames.size() && depth < kMaxDepth) frames.push_back(Frame{array, {}});
+        ++depth;
+        return true;
+    }
+    bool end() {
+        if (depth == frames.size()) frames.pop_back();
+        --depth;
+        return true;
+    }
+    bool StartObject() { return start(false); }
+    bool StartArray() { return start(true); }
+    bool EndObject(rj::SizeType) { return end(); }
+    bool EndArray(rj::SizeType) { return end(); }
+};
+
+template <class H>
+bool parse_with(std::string_view s, H& h) {
+    rj::MemoryStream ms(s.data(), s.size());
+    rj::EncodedInputStream<rj::UTF8<>, rj::MemoryStream> is(ms);
+    rj::Reader reader;
+    return !reader.Parse<rj::kParseIterativeFlag>(is, h).IsError();
+}
+
+}  // namespace
+
+// Shared with the codecs: fields found in one JSON document (partial documents
+// give what was read before the error).
+void sniff_usage_fields(std::string_view json, std::int64_t& prompt, std::int64_t& completion) {
+    UsageScan h;
+    try {
+        parse_with(json, h);
+    } catch (const std::exception&) {
+        return;
+    }
+    if (h.f.prompt >= 0) prompt = h.f.prompt;
+    if (h.f.completion >= 0) completion = h.f.completion;
+}
+
+bool is_json_document(std::string_view s) {
+    NullScan h;
+    return parse_with(s, h);
+}
+
+Usage sniff_usage(std::string_view json) {
+    std::int64_t p = -1, c = -1;
+    sniff_usage_fields(json, p, c);
+    Usage u;
+    u.present = p >= 0 || c >= 0;
+    u.prompt_tokens = p >= 0 ? p : 0;
+    u.completion_tokens = c >= 0 ? c : 0;
+    return u;
+}
+
+BodyMode Codec::head(int status, std::string_view content_type) {
+    headed_ = true;
+    res_.status = status;
+    if (status < 200 || status > 599) {
+        mode_ = BodyMode::Invalid;
+        res_.text = status < 0 ? "no valid HTTP status line"
+                               : "status " + std::to_string(status) + " is not a final HTTP status";
+        return mode_;
+    }
+    if (status >= 300) {
+        mode_ = BodyMode::Error;
+        return mode_;
+    }
+    mode_ = on_head(status, content_type);
+    return mode_;
+}
+
+void Codec::feed(std::string_view bytes, std::string& out) {
+    switch (mode_) {
+    case BodyMode::Stream:
+        if (spilled_) {
+            out.append(bytes);
+        } else {
+            on_stream(bytes, out);
+        }
+        return;
+    case BodyMode::Whole:
+        if (buf_.size() + bytes.size() > opt_.whole_limit) {
+            // Too big to hold: relayed from here on, usage unknown.
+            mode_ = BodyMode::Stream;
+            spilled_ = true;
+            out.append(buf_).append(bytes);
+            std::string().swap(buf_);
+            return;
+        }
+        buf_.append(bytes);
+        return;
+    case BodyMode::Error:
+    case BodyMode::Invalid:
+        if (buf_.size() < opt_.error_limit) buf_.append(bytes.substr(0, opt_.error_limit - buf_.size()));
+        return;
+    }
+}
+
+void Codec::invalid(std::string_view why, std::string& out) {
+    const bool started = mode_ == BodyMode::Stream;
+    res_.end = EndState::Invalid;
+    res_.text.assign(why);
+    if (started) {
+        out += error_sse_event(kInvalidMessage, "upstream_error", "bad_gateway");
+        return;
+    }
+    res_.status = 502;
+    res_.content_type = "application/json";
+    out = error_json(kInvalidMessage, "upstream_error", "bad_gateway");
+}
+
+void Codec::finish(BodyEnd how, std::string& out) {
+    if (res_.end != EndState::Open) return;
+    if (!headed_) {
+        invalid("no response", out);
+        return;
+    }
+    switch (mode_) {
+    case BodyMode::Stream:
+        if (spilled_) {
+            res_.end = how == BodyEnd::Clean ? EndState::Complete : EndState::Cut;
+            return;
+        }
+        on_stream_end(how, out);
+        return;
+    case BodyMode::Whole:
+        if (how == BodyEnd::Cut) {
+            res_.end = EndState::Cut;
+            std::string().swap(buf_);
+            return;
+        }
+        if (how == BodyEnd::Invalid) {
+            invalid("invalid framing of the response body", out);
+            return;
+        }
+        on_whole(buf_, out);
+        std::string().swap(buf_);
+        return;
+    case BodyMode::Error: {
+        res_.end = EndState::UpstreamError;
+        res_.text = upstream_error_text(buf_);   // scrubbed
+        res_.content_type = "application/json";
+        Usage dummy;
+        if (inspect_stream_chunk(buf_, dummy) == ChunkKind::Error) {
+            out.swap(buf_);   // already an error object
+        } else {
+            out = error_json("upstream returned status " + std::to_string(res_.status) + ": " + res_.text,
+                             "upstream_error", "upstream_error");
+        }
+        return;
+    }
+    case BodyMode::Invalid: {
+        std::string why = res_.text;
+        invalid(why, out);
+        return;
+    }
+    }
+}
+
+std::unique_ptr<Codec> make_codec(CodecKind kind, const CodecOptions& opt) {
+    switch (kind) {
+    case CodecKind::OpenAIChat: return make_openai_codec(true, opt);
+    case CodecKind::OpenAIEmbeddings: return make_openai_codec(false, opt);
+    case CodecKind::Passthrough: return make_passthrough_codec(opt);
+    case CodecKind::None: break;
+    }
+    return nullptr;
+}
+
+const char* codec_kind_name(CodecKind kind) {
+    switch (kind) {
+    case CodecKind::OpenAIChat: return "openai-chat";
+    case CodecKind::OpenAIEmbeddings: return "openai-embeddings";
+    case CodecKind::Passthrough: return "passthrough";
+    case CodecKind::None: break;
+    }
+    return "none";
+}
+
+}  // namespace llmgw

@@ -1,0 +1,147 @@
+// A codec per wire format (no nginx). It builds the upstream request from the
+// caller's request and turns the upstream response, whole or streamed, into
+// the bytes the client gets, the usage, and how the answer ended. The shell
+// moves bytes and headers; everything the wire format decides lives here.
+#pragma once
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "core/codec/codec_kind.h"
+#include "core/codec/openai.h"
+
+namespace llmgw {
+
+// What the codec needs from the caller's request.
+struct CallerRequest {
+    std::string_view body;             // as received
+    const RequestDoc* doc = nullptr;   // parsed body (JSON codecs need it)
+    std::string_view upstream_model;   // the provider's name of the model
+    std::string_view path;             // the caller's path below the route (passthrough)
+    std::string_view provider_key;     // "" when the provider has none
+};
+
+// The request the shell sends to the provider's internal location. The shell
+// strips the caller's credential and hop-by-hop headers; the codec names the
+// headers to add, the credential among them.
+struct UpstreamRequest {
+    std::string method = "POST";
+    std::string path;                  // appended to the provider's location
+    std::vector<std::pair<std::string, std::string>> headers;
+    std::string credential_header;     // name of the header carrying the provider key ("" none)
+    std::string body;
+};
+
+// How the upstream answer is handled, decided by head().
+enum class BodyMode {
+    Stream,    // relayed as it arrives: the shell sends the status and headers now
+    Whole,     // buffered; finish() gives the whole client body
+    Error,     // an upstream error status: finish() gives the client's error body
+    Invalid,   // not a usable final HTTP answer: finish() gives a 502 envelope
+};
+
+// How the upstream body ended, as the transport saw it.
+enum class BodyEnd {
+    Clean,     // framing complete
+    Cut,       // the connection closed early (or the call was cancelled)
+    Invalid,   // broken framing (e.g. invalid chunked encoding)
+};
+
+// The codec's verdict on the answer.
+enum class EndState {
+    Open,          // not finished yet
+    Complete,      // a full answer reached the client
+    StreamError,   // the upstream ended its stream with its own error event (relayed)
+    Cut,           // the answer ended early; the client sees an incomplete response
+    UpstreamError, // the upstream answered an error status
+    Invalid,       // the upstream answer was broken; the client gets a 502
+};
+
+struct CodecResult {
+    EndState end = EndState::Open;
+    int status = 0;              // status for the client (whole, error, invalid answers)
+    std::string content_type;    // "" keeps the upstream's (Whole)
+    std::string text;            // scrubbed text for the log (errors)
+    Usage usage;
+};
+
+struct CodecOptions {
+    bool client_stream = false;        // the caller asked for a stream
+    bool client_wants_usage = false;   // stream_options.include_usage from the caller
+    std::size_t whole_limit = 16 * 1024 * 1024;   // bytes a Whole answer may buffer
+    std::size_t error_limit = 64 * 1024;          // bytes of an error body kept
+    std::size_t max_event_bytes = 4 << 20;        // SSE event bound
+};
+
+class Codec {
+public:
+    explicit Codec(const CodecOptions& o) : opt_(o) {}
+    virtual ~Codec() = default;
+    Codec(const Codec&) = delete;
+    Codec& operator=(const Codec&) = delete;
+
+    virtual CodecKind kind() const = 0;
+
+    // Request side. false (err set) when the request cannot be built.
+    virtual bool build_request(const CallerRequest& in, UpstreamRequest& out, std::string& err) const = 0;
+
+    // Response side, in order: head() once, feed() per piece, finish() once.
+    // A status outside 200..599 (1xx included: nginx 1.22 relays none) is
+    // Invalid; a negative status means the answer had no HTTP status line.
+    BodyMode head(int status, std::string_view content_type);
+    // Appends client bytes for Stream mode (nothing otherwise). A Whole
+    // answer over whole_limit turns into Stream mode: out then holds what was
+    // buffered, and the shell must send the head first (spilled() is true).
+    void feed(std::string_view bytes, std::string& out);
+    // Appends the remaining client bytes (the whole body, an error body, a
+    // closing error event) and settles result().
+    void finish(BodyEnd how, std::string& out);
+
+    BodyMode mode() const { return mode_; }
+    bool spilled() const { return spilled_; }
+    const CodecResult& result() const { return res_; }
+    // A problem worth logging that appeared in the last feed() ("" none); cleared by the call.
+    std::string take_problem() { return std::move(problem_); }
+
+    // Texts of the gateway's own answers to broken upstream responses.
+    static constexpr const char* kInvalidMessage = "the upstream provider sent an invalid response";
+    static constexpr const char* kCutMessage = "the upstream stream ended before completion";
+
+protected:
+    virtual BodyMode on_head(int status, std::string_view content_type) = 0;
+    virtual void on_stream(std::string_view bytes, std::string& out) = 0;
+    // Stream ended: settles res_ (end, usage) and appends any closing bytes.
+    virtual void on_stream_end(BodyEnd how, std::string& out) = 0;
+    // Whole body received cleanly: settles res_ and appends the client body
+    // (may take body's bytes).
+    virtual void on_whole(std::string& body, std::string& out) = 0;
+
+    void invalid(std::string_view why, std::string& out);
+
+    CodecOptions opt_;
+    CodecResult res_;
+    std::string problem_;
+
+private:
+    BodyMode mode_ = BodyMode::Invalid;
+    bool headed_ = false;
+    bool spilled_ = false;
+    bool overflow_ = false;
+    std::string buf_;             // Whole / Error body
+};
+
+// The codec of a wire format; nullptr for CodecKind::None.
+std::unique_ptr<Codec> make_codec(CodecKind kind, const CodecOptions& opt);
+
+const char* codec_kind_name(CodecKind kind);
+
+// Usage in any known response shape: OpenAI usage.prompt_tokens /
+// completion_tokens, Anthropic usage.input_tokens / output_tokens (also under
+// "message", as message_start sends it), Gemini usageMetadata.promptTokenCount /
+// candidatesTokenCount. present=false when none is found.
+Usage sniff_usage(std::string_view json);
+
+}  // namespace llmgw

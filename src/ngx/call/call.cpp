@@ -1,0 +1,240 @@
+// The upstream Call: starts the subrequest (the caller's credentials and
+// hop-by-hop headers never go upstream), feeds what the provider sends through
+// its codec, and records how the call ended.
+#include "ngx/call/call.h"
+
+#include "ngx/http/headers.h"
+
+namespace llmgw {
+namespace {
+
+constexpr std::size_t kCaptureLimit = 16 * 1024 * 1024;   // Capture mode: bytes kept
+
+bool hop_or_body_header(const ngx_table_elt_t& h) {
+    static const std::string_view names[] = {
+        "content-length", "transfer-encoding", "content-type", "accept-encoding", "expect",
+        "connection",     "keep-alive",        "te",           "upgrade",         "host",
+        "proxy-connection",
+    };
+    for (std::string_view n : names) {
+        if (header_name_is(h.key, n)) return true;
+    }
+    return false;
+}
+
+ngx_table_elt_t* push_header(ngx_list_t* list, ngx_pool_t* pool, std::string_view name, std::string_view value) {
+    auto* h = static_cast<ngx_table_elt_t*>(ngx_list_push(list));
+    if (h == nullptr) return nullptr;
+    h->key = pstr(pool, name);
+    h->value = pstr(pool, value);
+    h->lowcase_key = static_cast<u_char*>(ngx_pnalloc(pool, name.size() ? name.size() : 1));
+    if (h->key.data == nullptr || h->value.data == nullptr || h->lowcase_key == nullptr) return nullptr;
+    ngx_strlow(h->lowcase_key, h->key.data, h->key.len);
+    h->hash = ngx_hash_key(h->lowcase_key, h->key.len);
+#if defined(nginx_version) && nginx_version >= 1023000
+    h->next = nullptr;
+#endif
+    return h;
+}
+
+// The provider sees the caller's headers minus every credential, upstream
+// organisation header and hop-by-hop/body header, plus the codec's headers.
+ngx_int_t build_sr_headers(ngx_http_request_t* r, ngx_http_request_t* sr, const UpstreamRequest& up) {
+    ngx_http_headers_in_t& hi = sr->headers_in;
+    if (ngx_list_init(&hi.headers, r->pool, 16, sizeof(ngx_table_elt_t)) != NGX_OK) return NGX_ERROR;
+
+    bool ok = true;
+    for_each_header(r->headers_in.headers, [&](const ngx_table_elt_t& h) {
+        if (is_credential_header(h) || hop_or_body_header(h)) return true;
+        auto* copy = static_cast<ngx_table_elt_t*>(ngx_list_push(&hi.headers));
+        if (copy == nullptr) return ok = false;
+        *copy = h;
+        return true;
+    });
+    if (!ok) return NGX_ERROR;
+    // The copied struct still points at the caller's headers: none of them
+    // may reach the upstream module (an Upgrade would turn the call into a tunnel).
+    hi.authorization = nullptr;
+    hi.content_length = nullptr;
+    hi.transfer_encoding = nullptr;
+    hi.content_type = nullptr;
+    hi.connection = nullptr;
+    hi.upgrade = nullptr;
+    hi.keep_alive = nullptr;
+    hi.te = nullptr;
+    hi.expect = nullptr;
+#if (NGX_HTTP_GZIP || NGX_HTTP_HEADERS)
+    hi.accept_encoding = nullptr;
+#endif
+    hi.chunked = 0;
+    hi.connection_type = 0;
+    hi.keep_alive_n = -1;
+    hi.content_length_n = static_cast<off_t>(up.body.size());
+
+    for (const auto& [name, value] : up.headers) {
+        ngx_table_elt_t* h = push_header(&hi.headers, r->pool, name, value);
+        if (h == nullptr) return NGX_ERROR;
+        if (header_name_is(h->key, "content-type")) hi.content_type = h;
+        if (header_name_is(h->key, "authorization")) hi.authorization = h;
+    }
+    return NGX_OK;
+}
+
+std::string find_header(ngx_http_request_t* sr, std::string_view name) {
+    std::string value;
+    for_each_header(sr->headers_out.headers, [&](const ngx_table_elt_t& h) {
+        if (h.hash == 0 || !header_name_is(h.key, name)) return true;
+        value.assign(sv(h.value));
+        return false;
+    });
+    return value;
+}
+
+}  // namespace
+
+Call::Call(RequestCtx* r, const ProviderConf* p, std::unique_ptr<Codec> c, unsigned n, Mode m)
+    : req(r), provider(p), codec(std::move(c)), attempt(n), mode(m) {}
+
+ngx_int_t Call::start(ngx_http_request_t* r, const CallerRequest& in, Join* join) {
+    UpstreamRequest up;
+    std::string err;
+    if (!codec->build_request(in, up, err)) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "llm_gateway: provider \"%s\" call not started: %s",
+                      log_value(provider->name).c_str(), log_text(err).c_str());
+        return NGX_ERROR;
+    }
+    ngx_str_t sr_uri = pstr(r->pool, provider->location + up.path);
+    auto* ps = static_cast<ngx_http_post_subrequest_t*>(ngx_palloc(r->pool, sizeof(ngx_http_post_subrequest_t)));
+    auto* sub = static_cast<SubCtx*>(ngx_palloc(r->pool, sizeof(SubCtx)));
+    auto* rb = static_cast<ngx_http_request_body_t*>(ngx_pcalloc(r->pool, sizeof(ngx_http_request_body_t)));
+    ngx_str_t body = pstr(r->pool, up.body);
+    ngx_str_t method = pstr(r->pool, up.method);
+    ngx_buf_t* b = static_cast<ngx_buf_t*>(ngx_calloc_buf(r->pool));
+    ngx_chain_t* cl = ngx_alloc_chain_link(r->pool);
+    if (!sr_uri.data || !ps || !sub || !rb || !body.data || !method.data || !b || !cl) return NGX_ERROR;
+
+    ps->handler = done_handler;
+    ps->data = this;
+    // Captured calls too go through the filters (bounded there), not in memory.
+    ngx_http_request_t* s = nullptr;
+    if (ngx_http_subrequest(r, &sr_uri, nullptr, &s, ps, 0) != NGX_OK) return NGX_ERROR;
+
+    if (body.len > 0) {
+        b->pos = body.data;
+        b->last = body.data + body.len;
+        b->memory = 1;
+    }
+    b->last_buf = 1;
+    cl->buf = b;
+    cl->next = nullptr;
+    rb->bufs = cl;
+    s->request_body = rb;
+    s->method = up.method == "GET" ? NGX_HTTP_GET : NGX_HTTP_POST;
+    s->method_name = method;
+    if (build_sr_headers(r, s, up) != NGX_OK) return NGX_ERROR;
+
+    sub->call = this;
+    ngx_http_set_ctx(s, sub, ngx_http_llm_gateway_module);
+    sr = s;
+    state = State::Running;
+    join_ = join;
+    if (join_ != nullptr) ++join_->pending;
+    return NGX_OK;
+}
+
+ngx_int_t Call::on_header(ngx_http_request_t* s) {
+    // The subrequest's own header is never sent: the request writes the client's.
+    s->header_sent = 1;
+    ngx_uint_t status = s->headers_out.status;
+    const bool no_status_line = s->http_version == NGX_HTTP_VERSION_9;   // nginx read it as HTTP/0.9
+    if (no_status_line) status = 0;
+    answered_ = true;
+    upstream_status = status;
+    if (status >= 300) retry_after = find_header(s, "retry-after");
+    BodyMode m = codec->head(no_status_line ? -1 : static_cast<int>(status), sv(s->headers_out.content_type));
+    if (m == BodyMode::Invalid) {
+        // Not a final answer (1xx, no status line, a status out of range):
+        // stop reading it; nginx closes the upstream connection.
+        return NGX_ERROR;
+    }
+    if (m == BodyMode::Stream && mode == Mode::Relay) {
+        announced_ = true;
+        return request_on_stream_head(*this);
+    }
+    return NGX_OK;
+}
+
+void Call::deliver(std::string& out) {
+    if (std::string p = codec->take_problem(); !p.empty()) {
+        ngx_log_error(NGX_LOG_ERR, sr->connection->log, 0, "llm_gateway: %s", log_text(p).c_str());
+    }
+    if (mode == Mode::Capture) {
+        if (captured_.size() < kCaptureLimit) captured_.append(out, 0, kCaptureLimit - captured_.size());
+        out.clear();
+    }
+}
+
+ngx_int_t Call::on_body(ngx_http_request_t* s, ngx_chain_t* in) {
+    std::string out;
+    std::string file_bytes;
+    for (ngx_chain_t* cl = in; cl; cl = cl->next) {
+        ngx_buf_t* b = cl->buf;
+        if (b->last_in_chain || b->last_buf) saw_end_ = true;
+        std::string_view bytes;
+        if (ngx_buf_in_memory(b)) {
+            bytes = std::string_view(reinterpret_cast<const char*>(b->pos), static_cast<std::size_t>(b->last - b->pos));
+            b->pos = b->last;
+        } else if (b->in_file && b->file_last > b->file_pos) {
+            // proxy_buffering on: the body may have gone to a temp file.
+            file_bytes.resize(static_cast<std::size_t>(b->file_last - b->file_pos));
+            ssize_t n = ngx_read_file(b->file, reinterpret_cast<u_char*>(&file_bytes[0]), file_bytes.size(),
+                                      b->file_pos);
+            if (n != static_cast<ssize_t>(file_bytes.size())) return NGX_ERROR;
+            bytes = file_bytes;
+        }
+        if (b->in_file) b->file_pos = b->file_last;
+        if (!bytes.empty()) codec->feed(bytes, out);
+    }
+    deliver(out);
+    if (mode == Mode::Relay && codec->mode() == BodyMode::Stream) {
+        if (!announced_) {   // a whole answer too big to hold: relayed from here on
+            announced_ = true;
+            if (request_on_stream_head(*this) == NGX_ERROR) return NGX_ERROR;
+        }
+        if (!out.empty()) return request_on_stream_bytes(*this, out);
+    }
+    return NGX_OK;
+}
+
+ngx_int_t Call::done_handler(ngx_http_request_t*, void* data, ngx_int_t rc) {
+    auto* call = static_cast<Call*>(data);
+    try {
+        return call->on_done(rc);
+    } catch (const std::exception& e) {
+        ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0, "llm_gateway: provider call end failed: %s", e.what());
+        call->state = State::Done;
+        return NGX_OK;
+    }
+}
+
+ngx_int_t Call::on_done(ngx_int_t rc) {
+    if (state == State::Done) return NGX_OK;
+    state = State::Done;
+    sr_rc = rc;
+    if (answered_) {
+        // nginx finalizes a call whose body framing broke (invalid chunked
+        // encoding) with NGX_ERROR; one cut short by the upstream (closed,
+        // reset, timed out) after a flush, with NGX_OK.
+        BodyEnd how = saw_end_ ? BodyEnd::Clean : rc == NGX_ERROR ? BodyEnd::Invalid : BodyEnd::Cut;
+        codec->finish(how, pending_);
+        deliver(pending_);
+    } else if (rc != NGX_HTTP_GATEWAY_TIME_OUT && sr->upstream != nullptr && sr->upstream->state != nullptr &&
+               sr->upstream->state->bytes_received > 0) {
+        garbled_head_ = true;   // bytes came, but never a complete response header
+    }
+    if (join_ != nullptr && join_->pending > 0) --join_->pending;
+    if (rc >= NGX_HTTP_SPECIAL_RESPONSE || rc == NGX_ERROR) return NGX_OK;   // no nginx error page: the request answers
+    return rc;
+}
+
+}  // namespace llmgw

@@ -1,0 +1,90 @@
+// One upstream call: a subrequest to a provider's internal location, with its
+// own codec, state and buffers. A request runs Calls one after another (the
+// seam for retries and failover: RequestCtx::calls, RequestCtx::chosen) or
+// several at once with their bodies captured (the seam for fan-out: Capture
+// mode and a Join). A Call never writes to the client: it hands what its
+// codec produced to the request (relay.cpp), which decides.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "core/codec/codec.h"
+#include "ngx/module.h"
+
+namespace llmgw {
+
+// Counts the calls of a group still running (fan-out).
+struct Join {
+    unsigned pending = 0;
+};
+
+class Call {
+public:
+    enum class Mode { Relay, Capture };
+    enum class State { Idle, Running, Done };
+
+    Call(RequestCtx* req, const ProviderConf* provider, std::unique_ptr<Codec> codec, unsigned attempt, Mode mode);
+    Call(const Call&) = delete;
+    Call& operator=(const Call&) = delete;
+
+    // Builds the upstream request through the codec and starts the
+    // subrequest. NGX_OK, or NGX_ERROR (logged) when it could not start.
+    ngx_int_t start(ngx_http_request_t* r, const CallerRequest& in, Join* join = nullptr);
+
+    // The subrequest's filters and its end (called from relay.cpp's filters).
+    ngx_int_t on_header(ngx_http_request_t* sr);
+    ngx_int_t on_body(ngx_http_request_t* sr, ngx_chain_t* in);
+
+    const CodecResult& outcome() const { return codec->result(); }
+    bool running() const { return state == State::Running; }
+    // The provider answered with headers (as opposed to no answer at all).
+    bool answered() const { return answered_; }
+    bool timed_out() const { return !answered_ && sr_rc == NGX_HTTP_GATEWAY_TIME_OUT; }
+    // No answer, but the provider did send bytes: a response header it never completed.
+    bool garbled_head() const { return garbled_head_; }
+    // What the request has not sent yet: a whole body, an error body, the end of a stream.
+    std::string& pending() { return pending_; }
+    const std::string& captured() const { return captured_; }
+
+    RequestCtx* const req;
+    const ProviderConf* const provider;
+    const std::unique_ptr<Codec> codec;
+    const unsigned attempt;        // 1 for the first call of a request
+    const Mode mode;
+
+    ngx_http_request_t* sr = nullptr;
+    State state = State::Idle;
+    ngx_uint_t upstream_status = 0;
+    ngx_int_t sr_rc = 0;
+    std::string retry_after;       // the upstream's Retry-After on an error status
+    bool accounted = false;        // provider attempt/failure counted
+    ngx_chain_t* free_bufs = nullptr;   // output buffers of the subrequest, reused
+    ngx_chain_t* busy_bufs = nullptr;
+
+private:
+    static ngx_int_t done_handler(ngx_http_request_t* sr, void* data, ngx_int_t rc);
+    ngx_int_t on_done(ngx_int_t rc);
+    void deliver(std::string& out);
+
+    bool answered_ = false;
+    bool garbled_head_ = false;
+    bool saw_end_ = false;
+    bool announced_ = false;        // the request was told a streamed answer began
+    std::string pending_;
+    std::string captured_;
+    Join* join_ = nullptr;
+};
+
+// Implemented by the request side (relay.cpp): what the request does with a
+// Call's output. on_stream_head: a streamed answer begins (send the client's
+// head, if this call is the one that answers); on_stream_bytes: client bytes
+// of that stream.
+ngx_int_t request_on_stream_head(Call& call);
+ngx_int_t request_on_stream_bytes(Call& call, std::string_view bytes);
+
+// sr->ctx of a provider subrequest.
+struct SubCtx {
+    Call* call;
+};
+
+}  // namespace llmgw

@@ -1,0 +1,150 @@
+// The passthrough codec alone: bytes in, bytes out, usage sniffed.
+#include <gtest/gtest.h>
+
+#include "core/codec/codec.h"
+
+using namespace llmgw;
+
+namespace {
+
+struct Outcome {
+    std::string out;
+    CodecResult res;
+};
+
+Outcome run(int status, const std::string& ct, const std::string& body, std::size_t piece = 0,
+        BodyEnd how = BodyEnd::Clean) {
+    auto c = make_codec(CodecKind::Passthrough, CodecOptions());
+    Outcome r;
+    c->head(status, ct);
+    if (piece == 0) piece = body.size() ? body.size() : 1;
+    for (std::size_t i = 0; i < body.size(); i += piece) c->feed(std::string_view(body).substr(i, piece), r.out);
+    c->finish(how, r.out);
+    r.res = c->result();
+    return r;
+}
+
+// Anthropic's stream, as recorded (abridged texts).
+const std::string kAnthropicStream =
+    "event: message_start\n"
+    "data: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\","
+    "\"content\":[],\"usage\":{\"input_tokens\":25,\"output_tokens\":1}}}\n\n"
+    "event: content_block_delta\n"
+    "data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Hi\"}}\n\n"
+    "event: message_delta\n"
+    "data: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":15}}\n\n"
+    "event: message_stop\n"
+    "data: {\"type\":\"message_stop\"}\n\n";
+
+const std::string kGeminiStream =
+    "data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"Hi\"}]}}],\"usageMetadata\":{\"promptTokenCount\":8,"
+    "\"candidatesTokenCount\":1}}\r\n\r\n"
+    "data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\" there\"}]},\"finishReason\":\"STOP\"}],"
+    "\"usageMetadata\":{\"promptTokenCount\":8,\"candidatesTokenCount\":2,\"totalTokenCount\":10}}\r\n\r\n";
+
+}  // namespace
+
+TEST(CodecPassthrough, RequestUnchanged) {
+    auto c = make_codec(CodecKind::Passthrough, CodecOptions());
+    CallerRequest in;
+    in.body = "{\"model\":\"m\", \"x\" : 1}";
+    in.path = "/messages";
+    in.provider_key = "k";
+    UpstreamRequest out;
+    std::string err;
+    ASSERT_TRUE(c->build_request(in, out, err));
+    EXPECT_EQ(out.body, in.body);
+    EXPECT_EQ(out.path, "/messages");
+    EXPECT_EQ(out.credential_header, "Authorization");
+    EXPECT_EQ(c->kind(), CodecKind::Passthrough);
+}
+
+TEST(CodecPassthrough, WholeBodiesOfEachShape) {
+    struct Case {
+        std::string body;
+        std::int64_t p, c;
+    } cases[] = {
+        {R"({"usage":{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7}})", 3, 4},
+        {R"({"type":"message","usage":{"input_tokens":10,"output_tokens":20}})", 10, 20},
+        {R"({"candidates":[],"usageMetadata":{"promptTokenCount":5,"candidatesTokenCount":6}})", 5, 6},
+        {R"([{"usageMetadata":{"promptTokenCount":5,"candidatesTokenCount":1}},{"usageMetadata":{"promptTokenCount":5,"candidatesTokenCount":9}}])", 5, 9},
+        {R"({"data":[{"embedding":[0.1,0.2]}],"usage":{"prompt_tokens":8,"total_tokens":8}})", 8, 0},
+    };
+    for (const Case& k : cases) {
+        Outcome r = run(200, "application/json", k.body, 3);
+        EXPECT_EQ(r.out, k.body);
+        EXPECT_EQ(r.res.end, EndState::Complete);
+        EXPECT_TRUE(r.res.usage.present) << k.body;
+        EXPECT_EQ(r.res.usage.prompt_tokens, k.p) << k.body;
+        EXPECT_EQ(r.res.usage.completion_tokens, k.c) << k.body;
+    }
+}
+
+TEST(CodecPassthrough, NoUsageShape) {
+    for (std::string body : {std::string(R"({"nested":{"usage":{"prompt_tokens":3}}})"), std::string("not json"),
+                             std::string("{\"usage\":{\"prompt_tokens\":"), std::string("\xff\xfe")}) {
+        Outcome r = run(200, "application/json", body);
+        EXPECT_EQ(r.out, body);   // bytes out as they came, even when not JSON
+        EXPECT_EQ(r.res.end, EndState::Complete);
+        EXPECT_FALSE(r.res.usage.present) << body;
+    }
+}
+
+TEST(CodecPassthrough, StreamsAtEveryByteBoundary) {
+    for (const std::string* wire : {&kAnthropicStream, &kGeminiStream}) {
+        for (std::size_t piece = 1; piece <= wire->size(); piece += (piece < 40 ? 1 : 17)) {
+            Outcome r = run(200, "text/event-stream", *wire, piece);
+            ASSERT_EQ(r.out, *wire) << piece;
+            ASSERT_EQ(r.res.end, EndState::Complete);
+            ASSERT_TRUE(r.res.usage.present);
+            if (wire == &kAnthropicStream) {
+                ASSERT_EQ(r.res.usage.prompt_tokens, 25);
+                ASSERT_EQ(r.res.usage.completion_tokens, 15);
+            } else {
+                ASSERT_EQ(r.res.usage.prompt_tokens, 8);
+                ASSERT_EQ(r.res.usage.completion_tokens, 2);
+            }
+        }
+    }
+}
+
+TEST(CodecPassthrough, CrLineEndsAndCutStream) {
+    std::string wire = "data: {\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":2}}\r\r";
+    Outcome r = run(200, "text/event-stream", wire, 1, BodyEnd::Cut);
+    EXPECT_EQ(r.res.end, EndState::Cut);
+    EXPECT_EQ(r.out.substr(0, wire.size()), wire);
+    EXPECT_NE(r.out.find("event: error\n"), std::string::npos);
+    EXPECT_EQ(r.res.usage.completion_tokens, 2);
+}
+
+TEST(CodecPassthrough, HugeEventStopsSniffingNotRelaying) {
+    CodecOptions o;
+    o.max_event_bytes = 64;
+    auto c = make_codec(CodecKind::Passthrough, o);
+    std::string out;
+    c->head(200, "text/event-stream");
+    std::string big = "data: " + std::string(200, 'x') + "\n\n";
+    c->feed(big, out);
+    EXPECT_FALSE(c->take_problem().empty());
+    c->feed("data: {\"usage\":{\"prompt_tokens\":1}}\n\n", out);
+    c->finish(BodyEnd::Clean, out);
+    EXPECT_EQ(out, big + "data: {\"usage\":{\"prompt_tokens\":1}}\n\n");
+    EXPECT_FALSE(c->result().usage.present);
+}
+
+TEST(CodecPassthrough, ErrorsAndBadStatuses) {
+    Outcome r = run(503, "application/json", R"({"type":"error","error":{"type":"overloaded_error","message":"busy"}})");
+    EXPECT_EQ(r.res.end, EndState::UpstreamError);
+    EXPECT_EQ(r.res.status, 503);
+    EXPECT_EQ(r.res.text, "busy");
+    Outcome r2 = run(101, "", "x");
+    EXPECT_EQ(r2.res.end, EndState::Invalid);
+    EXPECT_EQ(r2.res.status, 502);
+}
+
+TEST(CodecFactory, Kinds) {
+    EXPECT_EQ(make_codec(CodecKind::None, CodecOptions()), nullptr);
+    EXPECT_EQ(make_codec(CodecKind::OpenAIChat, CodecOptions())->kind(), CodecKind::OpenAIChat);
+    EXPECT_EQ(make_codec(CodecKind::OpenAIEmbeddings, CodecOptions())->kind(), CodecKind::OpenAIEmbeddings);
+    EXPECT_STREQ(codec_kind_name(CodecKind::Passthrough), "passthrough");
+}
