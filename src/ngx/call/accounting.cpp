@@ -73,7 +73,7 @@ bool call_served(const Call& c, bool cancelled) {
     }
 }
 
-const std::string provmodel_of(const RequestCtx& ctx, const Call& c) {
+std::string provmodel_of(const RequestCtx& ctx, const Call& c) {
     return c.provider->name + "/" + ctx.resolved.upstream_model;
 }
 
@@ -92,9 +92,10 @@ void account_call(ngx_log_t*, MainConf* mcf, RequestCtx* ctx, Call& call) {
     call.accounted = true;
     CounterStore* store = counter_store(mcf);
     if (store == nullptr) return;
-    std::vector<ScopeDelta> deltas;
-    add_provider_deltas(deltas, call.provider->name, provmodel_of(*ctx, call), call.provider->name + "/other",
-                        call_failed(call));
+    std::vector<ScopeDelta> deltas;   // views into provmodel and overflow: they outlive apply()
+    const std::string provmodel = provmodel_of(*ctx, call);
+    const std::string overflow = call.provider->name + "/other";
+    add_provider_deltas(deltas, call.provider->name, provmodel, overflow, call_failed(call));
     apply(store, deltas, ngx_time());
 }
 
@@ -106,11 +107,14 @@ void account_request(ngx_log_t* log, MainConf* mcf, RequestCtx* ctx, bool cancel
     if (store == nullptr) return;
     std::time_t now = ngx_time();
 
+    // The deltas are views into these: they outlive apply().
     std::vector<ScopeDelta> deltas;
     AccountingInput in;
     std::vector<Scope> scopes = request_scopes(*ctx);
     // Past the bound on distinct statistics ids, new model ids count here.
+    // The deltas view these strings: they outlive apply().
     const std::string overflow = call->provider->name + "/other";
+    const std::string provmodel = provmodel_of(*ctx, *call);
     if (call_served(*call, cancelled)) {
         in.scopes = scopes;
         in.model = ctx->resolved.canonical;
@@ -141,9 +145,7 @@ void account_request(ngx_log_t* log, MainConf* mcf, RequestCtx* ctx, bool cancel
     }
     if (!call->accounted) {
         call->accounted = true;
-        if (!cancelled) {
-            add_provider_deltas(deltas, call->provider->name, provmodel_of(*ctx, *call), overflow, call_failed(*call));
-        }
+        if (!cancelled) add_provider_deltas(deltas, call->provider->name, provmodel, overflow, call_failed(*call));
     }
     apply(store, deltas, now);
     touch_last_seen(store, scopes, now);
