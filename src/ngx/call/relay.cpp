@@ -296,12 +296,10 @@ ngx_int_t request_on_stream_bytes(Call& call, std::string_view data) {
     return rc;
 }
 
+// The route table row names the codec of its provider calls.
 CodecKind codec_for(const RequestCtx& ctx) {
-    switch (ctx.route) {
-    case Route::ChatCompletions: return CodecKind::OpenAIChat;
-    case Route::Embeddings: return CodecKind::OpenAIEmbeddings;
-    default: return CodecKind::None;
-    }
+    const RouteRow* row = route_row(ctx.route);
+    return row ? row->codec : CodecKind::None;
 }
 
 ngx_int_t start_provider_call(ngx_http_request_t* r, RequestCtx* ctx) {
