@@ -2,6 +2,7 @@
 // gateway's answers to broken upstream responses; the factory; usage sniffing.
 #include "core/codec/codec.h"
 #include "core/codec/codec_impl.h"
+#include "core/codec/json_counts.h"
 
 #include <cstdint>
 #include <exception>
@@ -27,7 +28,7 @@ struct UsageFields {
 
 // SAX scan for the known usage shapes; iterative, nothing stored but the
 // key path of the current value (keys deeper than kMaxDepth are not kept).
-struct UsageScan : rj::BaseReaderHandler<rj::UTF8<>, UsageScan> {
+struct UsageScan : CountHandler<UsageScan> {
     static constexpr std::size_t kMaxDepth = 4;
     struct Frame {
         bool array;
@@ -67,13 +68,6 @@ struct UsageScan : rj::BaseReaderHandler<rj::UTF8<>, UsageScan> {
         }
         return true;
     }
-    bool Int(int v) { return number(v >= 0 ? v : -1); }
-    bool Uint(unsigned v) { return number(v); }
-    bool Int64(std::int64_t v) { return number(v >= 0 ? v : -1); }
-    bool Uint64(std::uint64_t v) {
-        return number(v <= static_cast<std::uint64_t>(INT64_MAX) ? static_cast<std::int64_t>(v) : -1);
-    }
-    bool Double(double) { return number(-1); }
     bool Key(const char* s, rj::SizeType len, bool) {
         if (depth == frames.size() && depth > 0) frames.back().key.assign(s, len);
         return true;
@@ -174,6 +168,15 @@ void Codec::feed(std::string_view bytes, std::string& out) {
         if (buf_.size() < opt_.error_limit) buf_.append(bytes.substr(0, opt_.error_limit - buf_.size()));
         return;
     }
+}
+
+void Codec::stream_not_complete(BodyEnd how, std::string& out) {
+    if (how == BodyEnd::Invalid) {
+        invalid("invalid framing of the stream", out);
+        return;
+    }
+    res_.end = EndState::Cut;
+    out += error_sse_event(kCutMessage, "upstream_error", "stream_interrupted");
 }
 
 void Codec::invalid(std::string_view why, std::string& out) {

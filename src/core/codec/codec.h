@@ -120,6 +120,9 @@ protected:
     virtual void on_whole(std::string& body, std::string& out) = 0;
 
     void invalid(std::string_view why, std::string& out);
+    // A stream that did not complete: invalid framing (a 502 or error event),
+    // or cut (the closing error event).
+    void stream_not_complete(BodyEnd how, std::string& out);
 
     CodecOptions opt_;
     CodecResult res_;

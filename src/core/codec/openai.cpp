@@ -1,4 +1,5 @@
 #include "core/codec/openai.h"
+#include "core/codec/json_counts.h"
 
 #include <cstdint>
 #include <cstring>
@@ -162,7 +163,7 @@ const char* check_request(const rj::Document& doc, RequestInfo& inf) {
 // SAX scan of a response or stream chunk: only the root members "usage",
 // "choices" and "error" are looked at and nothing is stored (embeddings
 // responses are megabytes of floats; no DOM is built for them).
-struct TopScan : rj::BaseReaderHandler<rj::UTF8<>, TopScan> {
+struct TopScan : CountHandler<TopScan> {
     enum Member { kOtherMember, kUsage, kChoices, kError };
     enum Field { kOtherField, kPrompt, kCompletion };
     enum Kind { kNull, kScalar, kObject, kArray };
@@ -210,13 +211,6 @@ struct TopScan : rj::BaseReaderHandler<rj::UTF8<>, TopScan> {
         }
         return true;
     }
-    bool Int(int v) { return number(v >= 0 ? v : -1); }
-    bool Uint(unsigned v) { return number(v); }
-    bool Int64(std::int64_t v) { return number(v >= 0 ? v : -1); }
-    bool Uint64(std::uint64_t v) {
-        return number(v <= static_cast<std::uint64_t>(INT64_MAX) ? static_cast<std::int64_t>(v) : -1);
-    }
-    bool Double(double) { return number(-1); }  // fractions and exponents are not counts
     bool Key(const char* s, rj::SizeType len, bool) {
         const std::string_view k(s, len);
         if (depth == 1 && root_object) {

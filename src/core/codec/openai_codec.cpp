@@ -68,11 +68,8 @@ protected:
             res_.end = EndState::Complete;
         } else if (error_event_) {
             res_.end = EndState::StreamError;   // the upstream said why itself
-        } else if (how == BodyEnd::Invalid) {
-            invalid("invalid framing of the stream", out);
         } else {
-            res_.end = EndState::Cut;
-            out += error_sse_event(kCutMessage, "upstream_error", "stream_interrupted");
+            stream_not_complete(how, out);
         }
     }
 

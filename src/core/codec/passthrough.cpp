@@ -50,11 +50,8 @@ protected:
     void on_stream_end(BodyEnd how, std::string& out) override {
         if (how == BodyEnd::Clean) {
             res_.end = EndState::Complete;
-        } else if (how == BodyEnd::Invalid) {
-            invalid("invalid framing of the stream", out);
         } else {
-            res_.end = EndState::Cut;
-            out += error_sse_event(kCutMessage, "upstream_error", "stream_interrupted");
+            stream_not_complete(how, out);
         }
     }
 

@@ -9,10 +9,28 @@ namespace llmgw {
 
 namespace {
 
+// The saturating increment of both counter scripts: an increment that would
+// pass INT64_MAX (INCRBY refuses it) sets the counter to the bound instead,
+// keeping its TTL; a new key gets its TTL.
+const char kBump[] = R"LUA(local function bump(key, delta, ttl)
+  local r = redis.pcall('INCRBY', key, delta)
+  if type(r) == 'table' and r.err then
+    if not string.find(r.err, 'overflow', 1, true) then return r end
+    local pt = redis.call('PTTL', key)
+    local sat = '9223372036854775807'
+    if string.sub(delta, 1, 1) == '-' then sat = '-9223372036854775808' end
+    redis.call('SET', key, sat)
+    if pt > 0 then redis.call('PEXPIRE', key, pt) end
+  end
+  if redis.call('PTTL', key) == -1 then redis.call('EXPIRE', key, ttl) end
+  return nil
+end
+)LUA";
+
 // Redis runs Lua 5.1: numbers are doubles and globals are forbidden. Every
 // int64 stays decimal text until split into hi * 1e9 + lo (both exact as
 // doubles), so sums and comparisons are exact over the whole int64 range.
-const char kScript[] = R"LUA(-- llmgw admission v1: KEYS/ARGV layout in src/core/admit_script.h
+const char kScript[] = R"LUA(-- llmgw admission v1: KEYS/ARGV layout in src/core/store/admit_script.h
 local B = 1000000000
 local function split(s)
   local neg = string.sub(s, 1, 1) == '-'
@@ -37,20 +55,10 @@ local function less(h1, l1, h2, l2)
   if h1 ~= h2 then return h1 < h2 end
   return l1 < l2
 end
-local function bump(key, delta, ttl)
-  local r = redis.pcall('INCRBY', key, delta)
-  if type(r) == 'table' and r.err then
-    if not string.find(r.err, 'overflow', 1, true) then return r end
-    local pt = redis.call('PTTL', key)
-    local sat = '9223372036854775807'
-    if string.sub(delta, 1, 1) == '-' then sat = '-9223372036854775808' end
-    redis.call('SET', key, sat)
-    if pt > 0 then redis.call('PEXPIRE', key, pt) end
-  end
-  if redis.call('PTTL', key) == -1 then redis.call('EXPIRE', key, ttl) end
-  return nil
-end
-local a, k = 1, 1
+)LUA";
+
+// The rest of the admission script, after kBump.
+const char kScriptTail[] = R"LUA(local a, k = 1, 1
 local nchecks = tonumber(ARGV[a]); a = a + 1
 local rejected = nil
 for i = 1, nchecks do
@@ -113,20 +121,9 @@ return {0}
 // decrement would overflow") sets the counter to INT64_MAX instead, keeping
 // its TTL, like the shared-memory store and the admission script.
 const char kAccountScript[] = R"LUA(-- llm_gateway accounting v2
-local function bump(key, delta, ttl)
-  local r = redis.pcall('INCRBY', key, delta)
-  if type(r) == 'table' and r.err then
-    if not string.find(r.err, 'overflow', 1, true) then return r end
-    local pt = redis.call('PTTL', key)
-    local sat = '9223372036854775807'
-    if string.sub(delta, 1, 1) == '-' then sat = '-9223372036854775808' end
-    redis.call('SET', key, sat)
-    if pt > 0 then redis.call('PEXPIRE', key, pt) end
-  end
-  if redis.call('PTTL', key) == -1 then redis.call('EXPIRE', key, ttl) end
-  return nil
-end
-if ARGV[1] ~= 'b' then
+)LUA";
+
+const char kAccountScriptTail[] = R"LUA(if ARGV[1] ~= 'b' then
   for i = 1, #KEYS do
     local e = bump(KEYS[i], ARGV[2 * i - 1], ARGV[2 * i])
     if e then return e end
@@ -219,7 +216,7 @@ std::string sha1_hex(const std::string& s) {
 }  // namespace
 
 const std::string& account_script_source() {
-    static const std::string source(kAccountScript);
+    static const std::string source = std::string(kAccountScript) + kBump + kAccountScriptTail;
     return source;
 }
 
@@ -230,6 +227,20 @@ std::string account_script_sha1() {
     } catch (...) {
         return std::string();
     }
+}
+
+// EVALSHA sha / EVAL source, the key count, the keys, the arguments (both
+// moved out of).
+static std::vector<std::string> script_command(bool by_sha, const std::string& sha, const std::string& source,
+                                               std::vector<std::string>& keys, std::vector<std::string>& args) {
+    std::vector<std::string> cmd;
+    cmd.reserve(3 + keys.size() + args.size());
+    cmd.push_back(by_sha ? "EVALSHA" : "EVAL");
+    cmd.push_back(by_sha ? sha : source);
+    cmd.push_back(std::to_string(keys.size()));
+    for (std::string& k : keys) cmd.push_back(std::move(k));
+    for (std::string& a : args) cmd.push_back(std::move(a));
+    return cmd;
 }
 
 std::vector<std::string> account_command(const std::vector<Incr>& incrs, bool by_sha) {
@@ -275,12 +286,8 @@ std::vector<std::string> account_command_bounded(const std::vector<Incr>& plain,
             }
             keys.insert(keys.end(), g.overflow_keys.begin(), g.overflow_keys.end());
         }
-        cmd.reserve(3 + keys.size() + args.size());
-        cmd.push_back(by_sha ? "EVALSHA" : "EVAL");
-        cmd.push_back(by_sha ? account_script_sha1() : account_script_source());
-        cmd.push_back(std::to_string(keys.size()));
-        for (std::string& k : keys) cmd.push_back(std::move(k));
-        for (std::string& a : args) cmd.push_back(std::move(a));
+        cmd = script_command(by_sha, by_sha ? account_script_sha1() : std::string(), account_script_source(), keys,
+                             args);
     } catch (...) {
         cmd.clear();
     }
@@ -319,10 +326,7 @@ std::vector<std::string> cancel_admit_command(const AdmissionPlan& plan, const s
                 args.push_back(std::to_string(in.delta));
             }
         }
-        std::vector<std::string> cmd{"EVAL", cancel_script_source(), std::to_string(keys.size())};
-        cmd.insert(cmd.end(), keys.begin(), keys.end());
-        cmd.insert(cmd.end(), args.begin(), args.end());
-        return cmd;
+        return script_command(false, std::string(), cancel_script_source(), keys, args);
     } catch (...) {
         return {};
     }
@@ -346,17 +350,14 @@ std::vector<std::string> cancel_account_command(const std::vector<Incr>& plain, 
             }
             keys.insert(keys.end(), g.overflow_keys.begin(), g.overflow_keys.end());
         }
-        std::vector<std::string> cmd{"EVAL", cancel_script_source(), std::to_string(keys.size())};
-        cmd.insert(cmd.end(), keys.begin(), keys.end());
-        cmd.insert(cmd.end(), args.begin(), args.end());
-        return cmd;
+        return script_command(false, std::string(), cancel_script_source(), keys, args);
     } catch (...) {
         return {};
     }
 }
 
 const std::string& admit_script_source() {
-    static const std::string source(kScript);
+    static const std::string source = std::string(kScript) + kBump + kScriptTail;
     return source;
 }
 
@@ -401,17 +402,7 @@ std::vector<std::string> admit_command(const AdmissionPlan& plan, bool by_sha) {
         std::vector<std::string> keys;
         std::vector<std::string> args = admit_script_args(plan, keys);
         if (args.empty()) return cmd;
-        cmd.reserve(3 + keys.size() + args.size());
-        if (by_sha) {
-            cmd.push_back("EVALSHA");
-            cmd.push_back(admit_script_sha1());
-        } else {
-            cmd.push_back("EVAL");
-            cmd.push_back(admit_script_source());
-        }
-        cmd.push_back(std::to_string(keys.size()));
-        for (std::string& k : keys) cmd.push_back(std::move(k));
-        for (std::string& a : args) cmd.push_back(std::move(a));
+        cmd = script_command(by_sha, by_sha ? admit_script_sha1() : std::string(), admit_script_source(), keys, args);
     } catch (...) {
         cmd.clear();
     }

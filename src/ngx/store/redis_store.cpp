@@ -88,6 +88,14 @@ std::int64_t now_ms() {
     return static_cast<std::int64_t>(tp->sec) * 1000 + static_cast<std::int64_t>(tp->msec);
 }
 
+// Why an accounting script call failed ("" when it answered a count).
+std::string accounting_reply_error(const std::string& err, const std::vector<RespValue>& replies) {
+    if (!err.empty()) return err;
+    if (!replies.empty() && replies[0].type == RespValue::Type::Integer) return "";
+    if (replies.empty() || replies[0].type != RespValue::Type::Error) return "unexpected reply to the accounting script";
+    return "store error: " + replies[0].str.substr(0, 120);
+}
+
 class RedisStore : public CounterStore {
 public:
     RedisStore(StoreSettings* settings, CounterStore* fallback, Worker& w)
@@ -321,12 +329,7 @@ private:
 
     void finish_write(const std::string& err, const std::vector<RespValue>& replies, const std::vector<Incr>& incrs,
                       WriteDone done) {
-        std::string e = err;
-        if (e.empty() && (replies.empty() || replies[0].type != RespValue::Type::Integer)) {
-            e = replies.empty() || replies[0].type != RespValue::Type::Error
-                    ? std::string("unexpected reply to the accounting script")
-                    : "store error: " + replies[0].str.substr(0, 120);
-        }
+        const std::string e = accounting_reply_error(err, replies);
         if (!e.empty()) {
             on_failure(e);
             return degraded_write(incrs, std::move(done));
@@ -337,12 +340,7 @@ private:
 
     void finish_apply(const std::string& err, const std::vector<RespValue>& replies,
                       const std::shared_ptr<OwnedDeltas>& owned, std::time_t now, WriteDone done) {
-        std::string e = err;
-        if (e.empty() && (replies.empty() || replies[0].type != RespValue::Type::Integer)) {
-            e = replies.empty() || replies[0].type != RespValue::Type::Error
-                    ? std::string("unexpected reply to the accounting script")
-                    : "store error: " + replies[0].str.substr(0, 120);
-        }
+        const std::string e = accounting_reply_error(err, replies);
         if (!e.empty()) {
             on_failure(e);
             return degraded_apply(owned, now, std::move(done));
