@@ -1,5 +1,5 @@
 #!/usr/bin/perl
-# The admission Lua script (src/core/admit_script.cpp) against a real
+# The admission Lua script (src/core/store/admit_script.cpp) against a real
 # redis-server: starts one on a free 127.0.0.1 port (no persistence), runs
 # the unit binary's AdmitScriptRedis* tests with LLMGW_REDIS_PORT set, and
 # stops the server. Needs build/unit_tests (make unit) and redis-server.
