@@ -166,7 +166,9 @@ void exit_process(ngx_cycle_t* cycle) {
 
 ngx_int_t init_process(ngx_cycle_t* cycle) {
     try {
-        return start_worker(cycle);
+        if (start_worker(cycle) != NGX_OK) return NGX_ERROR;
+        Worker* w = worker();
+        return w ? init_users_file(cycle, *w) : NGX_OK;
     } catch (const std::exception& e) {
         ngx_log_error(NGX_LOG_ALERT, cycle->log, 0, "llm_gateway: worker init failed: %s", log_text(e.what()).c_str());
         return NGX_ERROR;

@@ -12,54 +12,30 @@
 #include "core/codec/openai.h"
 #include "core/log/log_escape.h"
 #include "ngx/ngx_incl.h"
-#include "core/store/latch.h"
-#include "ngx/http/routes.h"
-#include "ngx/store/redis_conn.h"
+#include "ngx/main_conf.h"
 #include "ngx/store/store.h"
-
-extern "C" ngx_module_t ngx_http_llm_gateway_module;
 
 namespace llmgw {
 
 struct Worker;
 
-// Everything C++ the main conf owns; lives in cf->pool, destroyed by a pool
-// cleanup when the cycle goes.
-// llm_gateway_store: the shared store (its latch and counters are per
-// worker: see ngx/worker.h).
-struct StoreSettings {
-    RedisSettings redis;
-    bool fail_open = true;
-    std::string redacted_url;
-};
-
-struct GatewayState {
-    GatewayConfig config;
-    PriceTable prices = PriceTable::builtin();
-    std::shared_ptr<const Directory> directory;   // inline users + users file, swapped on reload
-    std::string users_file;                         // "" = none
-    std::string users_file_where;                   // file:line of its directive
-    std::unique_ptr<StoreSettings> store;           // null: shared memory only
-    std::string replica;                            // llm_gateway_replica (default: host name)
-    std::string instance;                           // llm_gateway_instance
-};
-
-struct MainConf {
-    GatewayState* state;
-    ngx_shm_zone_t* zone;             // llm_gateway_zone (or the default zone)
-    ngx_flag_t allow_unpriced;        // llm_gateway_allow_unpriced
-    ngx_msec_t users_file_interval;
-    ngx_int_t max_tokens_per_request; // llm_gateway_max_tokens_per_request
-};
-
-MainConf* main_conf(ngx_http_request_t* r);
-
-struct LocConf {
-    ngx_uint_t mode;          // LocMode; not inherited
-    off_t max_body_size;      // llm_gateway_max_body_size
-};
-
 class Call;   // ngx/call/call.h
+// Destroys a Call (defined beside it), so the request context owns its calls
+// without seeing their type.
+struct CallDeleter {
+    void operator()(Call* c) const;
+};
+
+// The endpoints; each has its row in the route table (ngx/http/routes.h).
+enum class Route {
+    None,
+    ChatCompletions,
+    Embeddings,
+    Models,
+    AdminShell,
+    AdminUsage,
+    AdminOverview,
+};
 
 // Per-request state. Placement-new'd into pool cleanup storage (its
 // destructor is the cleanup), so it is found again after an internal
@@ -80,7 +56,7 @@ struct RequestCtx {
 
     // The provider calls, in the order they ran; chosen: the one whose
     // answer the client gets (tokens and cost are taken from it).
-    std::vector<std::unique_ptr<Call>> calls;
+    std::vector<std::unique_ptr<Call, CallDeleter>> calls;
     Call* chosen = nullptr;
     bool head_sent = false;           // the client's head of a streamed answer went out
     const Price* price = nullptr;     // null: unpriced (billed as zero)
@@ -155,9 +131,6 @@ ngx_int_t admit_request(ngx_http_request_t* r, RequestCtx* ctx);   // NGX_DECLIN
 
 ngx_int_t finish_admission(ngx_http_request_t* r, RequestCtx* ctx);
 
-// redis_store.cpp
-CounterStore* counter_store(MainConf* mcf);   // the configured store for this worker
-bool store_uses_in_process_ttls(MainConf* mcf);
 
 // accounting.cpp
 // Tokens and cost of the request, once, from the call that answered

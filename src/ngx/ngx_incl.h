@@ -6,3 +6,6 @@ extern "C" {
 #include <ngx_core.h>
 #include <ngx_http.h>
 }
+
+// The module itself (module.cpp); its address tags the shared memory zone.
+extern "C" ngx_module_t ngx_http_llm_gateway_module;

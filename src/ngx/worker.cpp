@@ -3,7 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "ngx/module.h"
+#include "ngx/main_conf.h"
 
 namespace llmgw {
 namespace {
@@ -44,8 +44,27 @@ ngx_int_t start_worker(ngx_cycle_t* cycle) {
     cln->handler = drop;
     g_worker = w;
     read_faults(w->faults);
-    return init_users_file(cycle, *w);
+    return NGX_OK;
 }
+
+CounterStore* shm_store(ngx_shm_zone_t* zone) {
+    Worker* w = g_worker;
+    if (w == nullptr) return nullptr;
+    if (!w->shm) w->shm = make_shm_store(zone);
+    return w->shm.get();
+}
+
+CounterStore* counter_store(MainConf* mcf) {
+    Worker* w = g_worker;
+    if (w == nullptr) return nullptr;
+    CounterStore* shm = shm_store(mcf->zone);
+    const StoreSettings* st = mcf->state->store.get();
+    if (st == nullptr || shm == nullptr) return shm;
+    if (!w->redis) w->redis = make_redis_store(*st, shm, w->health, w->faults.redis_reply_bad_alloc);
+    return w->redis.get();
+}
+
+bool store_uses_in_process_ttls(MainConf* mcf) { return mcf->state->store == nullptr; }
 
 // Runs the destructor now (closing the store connection before nginx looks
 // for open sockets); the pool cleanup then finds nothing left to do.

@@ -64,8 +64,7 @@ struct Worker {
     // front of it when llm_gateway_store is set (created on first use).
     std::unique_ptr<CounterStore> shm;
     std::unique_ptr<CounterStore> redis;
-    StoreLatch latch;                     // Redis store-down latch
-    std::uint64_t telemetry_dropped = 0;  // last-seen writes dropped (too many in flight)
+    StoreHealth health;                   // Redis store-down latch, last-seen writes dropped
 
     PlanCache plans;
     // scope last-seen key -> minute of this worker's last write of it.
@@ -77,6 +76,12 @@ struct Worker {
 // The running worker's state; nullptr outside a worker (configuration
 // test, master) and after exit_process.
 Worker* worker();
+// This worker's shared-memory store over the zone (created on first use).
+CounterStore* shm_store(ngx_shm_zone_t* zone);
+// The configured store for this worker: Redis in front of shared memory, or
+// shared memory alone; nullptr outside a worker.
+CounterStore* counter_store(MainConf* mcf);
+bool store_uses_in_process_ttls(MainConf* mcf);
 ngx_int_t start_worker(ngx_cycle_t* cycle);
 void stop_worker();
 

@@ -87,14 +87,14 @@ ngx_int_t overview(ngx_http_request_t* r, RequestCtx* ctx) {
         s.url = st.store->redacted_url;
         s.fail_open = st.store->fail_open;
         if (Worker* w = worker()) {
-            const StoreLatch& l = w->latch;
+            const StoreLatch& l = w->health.latch;
             s.up = !l.open();
             s.has_error = l.has_error();
             if (s.has_error) {
                 s.last_error = l.last_error();
                 s.last_error_time = l.last_error_time_ms() / 1000;
             }
-            s.telemetry_dropped = w->telemetry_dropped;
+            s.telemetry_dropped = w->health.telemetry_dropped;
         }
     }
     in.builtin_price_date = std::string(PriceTable::builtin_date());

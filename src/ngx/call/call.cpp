@@ -6,6 +6,8 @@
 #include "ngx/http/headers.h"
 
 namespace llmgw {
+
+void CallDeleter::operator()(Call* c) const { delete c; }
 namespace {
 
 constexpr std::size_t kCaptureLimit = 16 * 1024 * 1024;   // Capture mode: bytes kept

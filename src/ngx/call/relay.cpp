@@ -6,6 +6,7 @@
 #include "core/json/envelope.h"
 #include "ngx/call/call.h"
 #include "ngx/http/headers.h"
+#include "ngx/http/routes.h"
 #include "ngx/module.h"
 
 namespace llmgw {
@@ -310,8 +311,8 @@ ngx_int_t start_provider_call(ngx_http_request_t* r, RequestCtx* ctx) {
     std::unique_ptr<Codec> codec = make_codec(codec_for(*ctx), opt);
     if (codec == nullptr) return NGX_HTTP_INTERNAL_SERVER_ERROR;
 
-    ctx->calls.push_back(std::make_unique<Call>(ctx, &p, std::move(codec),
-                                                static_cast<unsigned>(ctx->calls.size() + 1), Call::Mode::Relay));
+    ctx->calls.emplace_back(new Call(ctx, &p, std::move(codec), static_cast<unsigned>(ctx->calls.size() + 1),
+                                     Call::Mode::Relay));
     Call& call = *ctx->calls.back();
     ctx->chosen = &call;   // one attempt: the first call answers
     CallerRequest in;

@@ -67,7 +67,7 @@ void poll(ngx_event_t* ev) {
                 // of users that are gone.
                 for (const UserConf& u : st.directory->users()) {
                     if (dir->find_user(u.name) == nullptr) {
-                        shm_reset_metric(w->mcf->zone, scope_prefix("user", u.name), "rej");
+                        shm_reset_metric(shm_store(w->mcf->zone), scope_prefix("user", u.name), "rej");
                     }
                 }
                 st.directory = dir;

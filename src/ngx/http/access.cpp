@@ -4,6 +4,7 @@
 // content handler; one that passes carries everything the content handler
 // needs in its RequestCtx.
 #include "core/json/envelope.h"
+#include "ngx/http/routes.h"
 #include "ngx/module.h"
 
 namespace llmgw {

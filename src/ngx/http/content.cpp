@@ -1,5 +1,6 @@
 // CONTENT phase: run the handler of an admitted request's route.
 #include "core/json/views.h"
+#include "ngx/http/routes.h"
 #include "ngx/module.h"
 
 namespace llmgw {

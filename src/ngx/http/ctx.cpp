@@ -1,7 +1,6 @@
 // The per-request context. It is a C++ object placed in pool cleanup
 // storage, so the pool owns it; r->ctx is only a cache, rebuilt from the
 // cleanup list after an internal redirect has cleared it.
-#include "ngx/call/call.h"
 #include "ngx/module.h"
 
 namespace llmgw {

@@ -5,24 +5,12 @@
 #include <string_view>
 
 #include "core/codec/codec_kind.h"
-#include "ngx/ngx_incl.h"
+#include "ngx/module.h"
 
 namespace llmgw {
 
-struct RequestCtx;
 
-// Which endpoint family a location serves (llm_gateway / llm_gateway_admin).
-enum LocMode : ngx_uint_t { kModeNone = 0, kModeApi = 1, kModeAdmin = 2 };
 
-enum class Route {
-    None,
-    ChatCompletions,
-    Embeddings,
-    Models,
-    AdminShell,
-    AdminUsage,
-    AdminOverview,
-};
 
 // What the access phase does with the request body before admission.
 enum class BodyRule {

@@ -8,10 +8,11 @@
 
 #include "core/store/admit_script.h"
 #include "core/store/latch.h"
+#include "core/log/log_escape.h"
 #include "core/metering/keys.h"
-#include "ngx/module.h"
 #include "ngx/store/redis_conn.h"
-#include "ngx/worker.h"
+#include "ngx/store/settings.h"
+#include "ngx/store/store.h"
 
 namespace llmgw {
 namespace {
@@ -98,9 +99,9 @@ std::string accounting_reply_error(const std::string& err, const std::vector<Res
 
 class RedisStore : public CounterStore {
 public:
-    RedisStore(StoreSettings* settings, CounterStore* fallback, Worker& w)
-        : settings_(settings), fallback_(fallback), worker_(w), conn_(settings->redis, ngx_cycle->log) {
-        if (w.faults.redis_reply_bad_alloc) conn_.fail_next_reply();
+    RedisStore(const StoreSettings* settings, CounterStore* fallback, StoreHealth& health, bool fail_next_reply)
+        : settings_(settings), fallback_(fallback), health_(health), conn_(settings->redis, ngx_cycle->log) {
+        if (fail_next_reply) conn_.fail_next_reply();
     }
 
     const char* name() const override { return "redis"; }
@@ -235,7 +236,7 @@ public:
         // Dropped before asking the latch: a dropped write must not take the
         // probe, which would then never report and keep the latch open.
         if (telemetry_in_flight_ >= kMaxTelemetryInFlight) {
-            worker_.telemetry_dropped++;
+            health_.telemetry_dropped++;
             return;
         }
         if (!latch().should_try(now_ms())) {
@@ -258,7 +259,7 @@ public:
     }
 
 private:
-    StoreLatch& latch() { return worker_.latch; }
+    StoreLatch& latch() { return health_.latch; }
 
     std::string next_op() {
         // unique across workers and replicas: pid, start time, a random
@@ -369,9 +370,9 @@ private:
         }
     }
 
-    StoreSettings* settings_;
+    const StoreSettings* settings_;
     CounterStore* fallback_;
-    Worker& worker_;
+    StoreHealth& health_;
     RedisConn conn_;
     std::size_t telemetry_in_flight_ = 0;
     std::deque<std::vector<std::string>> cancels_;
@@ -383,16 +384,9 @@ private:
 
 }  // namespace
 
-CounterStore* counter_store(MainConf* mcf) {
-    Worker* w = worker();
-    if (w == nullptr) return nullptr;
-    CounterStore* shm = shm_store(mcf->zone);
-    StoreSettings* st = mcf->state->store.get();
-    if (st == nullptr || shm == nullptr) return shm;
-    if (!w->redis) w->redis = std::make_unique<RedisStore>(st, shm, *w);
-    return w->redis.get();
+std::unique_ptr<CounterStore> make_redis_store(const StoreSettings& settings, CounterStore* fallback,
+                                               StoreHealth& health, bool fail_next_reply) {
+    return std::make_unique<RedisStore>(&settings, fallback, health, fail_next_reply);
 }
-
-bool store_uses_in_process_ttls(MainConf* mcf) { return mcf->state->store == nullptr; }
 
 }  // namespace llmgw

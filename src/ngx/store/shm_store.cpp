@@ -13,8 +13,7 @@
 #include <string_view>
 #include <memory>
 
-#include "ngx/module.h"
-#include "ngx/worker.h"
+#include "ngx/store/store.h"
 
 namespace llmgw {
 namespace {
@@ -449,16 +448,12 @@ ngx_shm_zone_t* add_shm_zone(ngx_conf_t* cf, ngx_str_t* name, size_t size) {
     return zone;
 }
 
-CounterStore* shm_store(ngx_shm_zone_t* zone) {
-    // One store object per worker, owned by the worker state.
-    Worker* w = worker();
-    if (w == nullptr) return nullptr;
-    if (!w->shm) w->shm = std::make_unique<ShmStore>(static_cast<ZoneCtx*>(zone->data));
-    return w->shm.get();
+std::unique_ptr<CounterStore> make_shm_store(ngx_shm_zone_t* zone) {
+    return std::make_unique<ShmStore>(static_cast<ZoneCtx*>(zone->data));
 }
 
-void shm_reset_metric(ngx_shm_zone_t* zone, const std::string& scope_prefix, const std::string& metric) {
-    if (auto* s = static_cast<ShmStore*>(shm_store(zone))) s->reset_metric(scope_prefix, metric);
+void shm_reset_metric(CounterStore* shm, const std::string& scope_prefix, const std::string& metric) {
+    if (auto* s = static_cast<ShmStore*>(shm)) s->reset_metric(scope_prefix, metric);
 }
 
 }  // namespace llmgw

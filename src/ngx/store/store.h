@@ -5,11 +5,13 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "core/metering/accounting.h"
 #include "core/metering/limits.h"
+#include "core/store/latch.h"
 #include "ngx/ngx_incl.h"
 
 namespace llmgw {
@@ -50,15 +52,31 @@ public:
     virtual bool in_process_ttls() const = 0;
 };
 
+// What a worker learns about the shared store while it runs: the store-down
+// latch (with the last error) and the last-seen writes dropped.
+struct StoreHealth {
+    StoreLatch latch;
+    std::uint64_t telemetry_dropped = 0;
+};
+
 // shm_store.cpp: the zone directive's zone, one per http block.
 struct ShmZoneConf {
     ngx_shm_zone_t* zone;
     ngx_str_t name;
 };
 ngx_shm_zone_t* add_shm_zone(ngx_conf_t* cf, ngx_str_t* name, size_t size);
-CounterStore* shm_store(ngx_shm_zone_t* zone);          // per process, created on first use
+// The store over a zone (one per worker: ngx/worker.h keeps it).
+std::unique_ptr<CounterStore> make_shm_store(ngx_shm_zone_t* zone);
 // Zeroes one metric of every counter whose key starts with scope_prefix
 // ("llmgw:user:bob:"): the rejection counters of removed users.
-void shm_reset_metric(ngx_shm_zone_t* zone, const std::string& scope_prefix, const std::string& metric);
+// shm: a store of make_shm_store.
+void shm_reset_metric(CounterStore* shm, const std::string& scope_prefix, const std::string& metric);
+
+// redis_store.cpp: the Redis store in front of fallback (the shared-memory
+// store, used while the store is down with fail_open). fail_next_reply:
+// the test-only fault (docs/testing.md).
+struct StoreSettings;
+std::unique_ptr<CounterStore> make_redis_store(const StoreSettings& settings, CounterStore* fallback,
+                                               StoreHealth& health, bool fail_next_reply);
 
 }  // namespace llmgw

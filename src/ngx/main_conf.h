@@ -1,0 +1,46 @@
+// The module's configuration structs: the http block's (MainConf and the
+// C++ state it owns) and a location's (LocConf). Read by every part of the
+// shell; they hold configuration only (run-time state is in ngx/worker.h).
+#pragma once
+#include <memory>
+#include <string>
+
+#include "core/config/gwconfig.h"
+#include "core/metering/pricing.h"
+#include "ngx/ngx_incl.h"
+#include "ngx/store/settings.h"
+
+namespace llmgw {
+
+// Which endpoint family a location serves (llm_gateway / llm_gateway_admin).
+enum LocMode : ngx_uint_t { kModeNone = 0, kModeApi = 1, kModeAdmin = 2 };
+
+// Everything C++ the main conf owns; lives in cf->pool, destroyed by a pool
+// cleanup when the cycle goes.
+struct GatewayState {
+    GatewayConfig config;
+    PriceTable prices = PriceTable::builtin();
+    std::shared_ptr<const Directory> directory;   // inline users + users file, swapped on reload
+    std::string users_file;                         // "" = none
+    std::string users_file_where;                   // file:line of its directive
+    std::unique_ptr<StoreSettings> store;           // null: shared memory only
+    std::string replica;                            // llm_gateway_replica (default: host name)
+    std::string instance;                           // llm_gateway_instance
+};
+
+struct MainConf {
+    GatewayState* state;
+    ngx_shm_zone_t* zone;             // llm_gateway_zone (or the default zone)
+    ngx_flag_t allow_unpriced;        // llm_gateway_allow_unpriced
+    ngx_msec_t users_file_interval;
+    ngx_int_t max_tokens_per_request; // llm_gateway_max_tokens_per_request
+};
+
+MainConf* main_conf(ngx_http_request_t* r);
+
+struct LocConf {
+    ngx_uint_t mode;          // LocMode; not inherited
+    off_t max_body_size;      // llm_gateway_max_body_size
+};
+
+}  // namespace llmgw
