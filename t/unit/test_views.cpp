@@ -1,7 +1,7 @@
 // The JSON documents rendered from plain data: exact bytes, field order.
 #include <gtest/gtest.h>
 
-#include "core/json/views.h"
+#include "core/admin/views.h"
 #include "core/metering/keys.h"
 
 namespace llmgw {

@@ -2,7 +2,7 @@
 // admin gate (the access phase already answered 401/403 where needed).
 #include <ctime>
 
-#include "core/json/views.h"
+#include "core/admin/views.h"
 #include "core/metering/keys.h"
 #include "ngx/module.h"
 #include "ngx/worker.h"

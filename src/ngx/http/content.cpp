@@ -1,5 +1,5 @@
 // CONTENT phase: run the handler of an admitted request's route.
-#include "core/json/views.h"
+#include "core/admin/views.h"
 #include "ngx/http/routes.h"
 #include "ngx/module.h"
 

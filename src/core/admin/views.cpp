@@ -1,4 +1,4 @@
-#include "core/json/views.h"
+#include "core/admin/views.h"
 
 #include "core/json/writer.h"
 #include "core/metering/keys.h"
