@@ -41,6 +41,18 @@ std::size_t utf8_seq(std::string_view s, std::size_t i, std::size_t* bad) {
     return 0;
 }
 
+// Appends the UTF-8 sequence at s[i] (lead byte >= 0x80), or U+FFFD for its
+// maximal invalid subpart; returns the index after it.
+std::size_t append_utf8_at(std::string& out, std::string_view s, std::size_t i) {
+    std::size_t bad = 0, len = utf8_seq(s, i, &bad);
+    if (len == 0) {
+        out.append(kReplacement, 3);
+        return i + bad;
+    }
+    out.append(s.data() + i, len);
+    return i + len;
+}
+
 inline bool needs_escape(unsigned char c) { return c < 0x20 || c == '"' || c == '\\' || c >= 0x80; }
 
 void escape_append(std::string& out, std::string_view s) {
@@ -54,14 +66,7 @@ void escape_append(std::string& out, std::string_view s) {
         i = run;
         const auto c = static_cast<unsigned char>(s[i]);
         if (c >= 0x80) {
-            std::size_t bad = 0, len = utf8_seq(s, i, &bad);
-            if (len) {
-                out.append(s.data() + i, len);
-                i += len;
-            } else {
-                out.append(kReplacement, 3);
-                i += bad;
-            }
+            i = append_utf8_at(out, s, i);
             continue;
         }
         switch (c) {
@@ -132,14 +137,7 @@ std::string to_valid_utf8(std::string_view s) {
             out.push_back(s[i++]);
             continue;
         }
-        std::size_t bad = 0, len = utf8_seq(s, i, &bad);
-        if (len) {
-            out.append(s.data() + i, len);
-            i += len;
-        } else {
-            out.append(kReplacement, 3);
-            i += bad;
-        }
+        i = append_utf8_at(out, s, i);
     }
     return out;
 }
