@@ -26,16 +26,7 @@ struct CallDeleter {
     void operator()(Call* c) const;
 };
 
-// The endpoints; each has its row in the route table (ngx/http/routes.h).
-enum class Route {
-    None,
-    ChatCompletions,
-    Embeddings,
-    Models,
-    AdminShell,
-    AdminUsage,
-    AdminOverview,
-};
+struct RouteRow;   // ngx/http/routes.h
 
 // Per-request state. Placement-new'd into pool cleanup storage (its
 // destructor is the cleanup), so it is found again after an internal
@@ -45,7 +36,7 @@ struct RequestCtx {
 
     Phase phase = Phase::Start;
     bool waiting_body = false;
-    Route route = Route::None;        // its row: route_row(route)
+    const RouteRow* route = nullptr;  // its row in the route table (ngx/http/routes.h)
     std::shared_ptr<const Directory> directory;   // keeps user alive
     const UserConf* user = nullptr;
 

@@ -299,8 +299,7 @@ ngx_int_t request_on_stream_bytes(Call& call, std::string_view data) {
 
 // The route table row names the codec of its provider calls.
 CodecKind codec_for(const RequestCtx& ctx) {
-    const RouteRow* row = route_row(ctx.route);
-    return row ? row->codec : CodecKind::None;
+    return ctx.route ? ctx.route->codec : CodecKind::None;
 }
 
 ngx_int_t start_provider_call(ngx_http_request_t* r, RequestCtx* ctx) {

@@ -54,7 +54,7 @@ ngx_int_t after_body(ngx_http_request_t* r, RequestCtx* ctx) {
         ngx_log_error(NGX_LOG_ERR, r->connection->log, ngx_errno, "llm_gateway: cannot read the buffered request body");
         return reject(r, NGX_HTTP_INTERNAL_SERVER_ERROR, "the request body could not be read", "server_error", "");
     }
-    const RouteRow& row = *route_row(ctx->route);
+    const RouteRow& row = *ctx->route;
     if (row.body != BodyRule::Json) {
         // A body rule with no reader yet: a table error, never a request's.
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "llm_gateway: route \"%s\" has no body reader",
@@ -107,7 +107,7 @@ ngx_int_t authenticate(ngx_http_request_t* r, RequestCtx* ctx, LocConf* lcf) {
                       "invalid_api_key");
     }
     ngx_log_error(NGX_LOG_INFO, r->connection->log, 0, "llm_gateway: authenticated user=\"%s\" route=\"%s\"",
-                  log_value(ctx->user->name).c_str(), route_name(ctx->route));
+                  log_value(ctx->user->name).c_str(), ctx->route->name);
     if (lcf->mode == kModeAdmin && !ctx->user->admin) {
         return reject(r, NGX_HTTP_FORBIDDEN, "this key is not an admin key", "permission_error", "admin_required");
     }
@@ -120,7 +120,7 @@ ngx_int_t start(ngx_http_request_t* r, RequestCtx* ctx, LocConf* lcf) {
         return reject(r, NGX_HTTP_NOT_FOUND, "Unknown request URL: " + std::string(sv(r->uri)),
                       "invalid_request_error", "unknown_url");
     }
-    ctx->route = row->id;
+    ctx->route = row;
     if ((r->method & row->methods) == 0) return reject_method(r, row->allow);
     if (!row->authenticated) {   // e.g. the admin HTML shell
         ctx->phase = RequestCtx::Phase::Admitted;

@@ -18,7 +18,7 @@ ngx_int_t content(ngx_http_request_t* r) {
         return send_error(r, NGX_HTTP_UNAUTHORIZED, "authentication required", "invalid_request_error",
                           "missing_api_key");
     }
-    const RouteRow* row = route_row(ctx->route);
+    const RouteRow* row = ctx->route;
     if (row == nullptr) {
         return send_error(r, NGX_HTTP_NOT_FOUND, "Unknown request URL", "invalid_request_error", "unknown_url");
     }

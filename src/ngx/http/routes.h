@@ -1,6 +1,6 @@
 // The route table: one row per endpoint. The access phase (method, key,
 // body, admission) and the content phase (handler) read the row; adding an
-// endpoint is adding a Route id and its row.
+// endpoint is adding its row.
 #pragma once
 #include <string_view>
 
@@ -8,9 +8,6 @@
 #include "ngx/module.h"
 
 namespace llmgw {
-
-
-
 
 // What the access phase does with the request body before admission.
 enum class BodyRule {
@@ -23,7 +20,6 @@ enum class BodyRule {
 using RouteHandler = ngx_int_t (*)(ngx_http_request_t* r, RequestCtx* ctx);
 
 struct RouteRow {
-    Route id;
     LocMode mode;
     std::string_view suffixes[2];   // path suffixes (an empty one is unused)
     ngx_uint_t methods;             // NGX_HTTP_GET | ...
@@ -39,8 +35,5 @@ struct RouteRow {
 
 // The row of a location mode and request path; nullptr when none matches.
 const RouteRow* find_route(ngx_uint_t mode, std::string_view path);
-// The row of a route id (Route::None: nullptr).
-const RouteRow* route_row(Route id);
-const char* route_name(Route id);
 
 }  // namespace llmgw
