@@ -135,27 +135,6 @@ public:
         });
     }
 
-    void write(const std::vector<Incr>& incrs, WriteDone done) override {
-        if (incrs.empty()) {
-            if (done) done(StoreReply{});
-            return;
-        }
-        if (!latch().should_try(now_ms())) return degraded_write(incrs, std::move(done));
-        auto copy = std::make_shared<std::vector<Incr>>(incrs);
-        conn_.exec({account_command(incrs, true)}, [this, copy, done = std::move(done)](
-                                                       const std::string& err, std::vector<RespValue>& replies) mutable {
-            if (err.empty() && is_noscript_error(replies[0])) {
-                conn_.exec({account_command(*copy, false)},
-                           [this, copy, done = std::move(done)](const std::string& err2,
-                                                                std::vector<RespValue>& r2) mutable {
-                               finish_write(err2, r2, *copy, std::move(done));
-                           });
-                return;
-            }
-            finish_write(err, replies, *copy, std::move(done));
-        });
-    }
-
     // Accounting: one EVALSHA of the accounting script with the bound on
     // statistics ids; the shared-memory fallback applies the same deltas.
     void apply(const std::vector<ScopeDelta>& deltas, std::time_t now, WriteDone done) override {
@@ -328,17 +307,6 @@ private:
         done(StoreReply{StoreStatus::Error, "the limit store is unavailable"}, AdmissionResult{});
     }
 
-    void finish_write(const std::string& err, const std::vector<RespValue>& replies, const std::vector<Incr>& incrs,
-                      WriteDone done) {
-        const std::string e = accounting_reply_error(err, replies);
-        if (!e.empty()) {
-            on_failure(e);
-            return degraded_write(incrs, std::move(done));
-        }
-        latch().on_success(now_ms());
-        if (done) done(StoreReply{});
-    }
-
     void finish_apply(const std::string& err, const std::vector<RespValue>& replies,
                       const std::shared_ptr<OwnedDeltas>& owned, std::time_t now, WriteDone done) {
         const std::string e = accounting_reply_error(err, replies);
@@ -355,10 +323,6 @@ private:
         if (done) done(StoreReply{StoreStatus::Error, "the limit store is unavailable; sample dropped"});
     }
 
-    void degraded_write(const std::vector<Incr>& incrs, WriteDone done) {
-        if (settings_->fail_open) return fallback_->write(incrs, std::move(done));
-        if (done) done(StoreReply{StoreStatus::Error, "the limit store is unavailable; sample dropped"});
-    }
 
     void on_failure(const std::string& err) {
         if (latch().on_failure(now_ms(), err)) {

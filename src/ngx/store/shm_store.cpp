@@ -335,16 +335,6 @@ public:
         done(ok ? StoreReply{} : full(), result);
     }
 
-    void write(const std::vector<Incr>& incrs, WriteDone done) override {
-        bool ok = true;
-        {
-            Locked lock(z_->shpool);
-            ZoneTxn txn(z_, ngx_time());
-            for (const Incr& i : incrs) ok = txn.incr(i.key, i.delta, i.ttl) && ok;
-        }
-        if (done) done(ok ? StoreReply{} : full());
-    }
-
     void read(const std::vector<std::string>& keys, ReadDone done) override {
         std::vector<std::int64_t> values;
         values.reserve(keys.size());

@@ -35,20 +35,13 @@ public:
     virtual ~CounterStore() = default;
     virtual const char* name() const = 0;      // "shm" or "redis"
     virtual void admit(const AdmissionPlan& plan, AdmitDone done) = 0;
-    virtual void write(const std::vector<Incr>& incrs, WriteDone done) = 0;
     // Values of keys (0 when absent), in order.
     virtual void read(const std::vector<std::string>& keys, ReadDone done) = 0;
     // Sets key to value when value is larger (last-seen stamps).
     virtual void touch(const std::string& key, std::int64_t value, std::int64_t ttl) = 0;
-    // The accounting of one request: every delta in every window. By default
-    // as counter increments through write(); the shared-memory store applies
-    // the deltas to its per-scope entries directly.
-    virtual void apply(const std::vector<ScopeDelta>& deltas, std::time_t now, WriteDone done) {
-        std::vector<Incr> incrs;
-        incrs.reserve(deltas.size() * 4 * kWindowCount);
-        append_incrs(deltas, now, in_process_ttls(), incrs);
-        write(incrs, std::move(done));
-    }
+    // The accounting of one request: every delta in every window, in one
+    // store operation.
+    virtual void apply(const std::vector<ScopeDelta>& deltas, std::time_t now, WriteDone done) = 0;
     virtual bool in_process_ttls() const = 0;
 };
 
