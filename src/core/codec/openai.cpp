@@ -1,4 +1,5 @@
 #include "core/codec/openai.h"
+#include "core/codec/chat_ir.h"
 #include "core/codec/json_counts.h"
 
 #include <cstdint>
@@ -455,6 +456,10 @@ std::string scrub_secrets(std::string_view t) {
     } catch (const std::exception&) {
         return std::string();
     }
+}
+
+const rapidjson::Value& request_json(const RequestDoc& doc) {
+    return static_cast<const RequestDocImpl&>(doc).doc;
 }
 
 }  // namespace llmgw
