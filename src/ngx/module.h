@@ -78,6 +78,9 @@ ngx_int_t send_body(ngx_http_request_t* r, ngx_uint_t status, std::string_view c
 ngx_int_t send_json(ngx_http_request_t* r, ngx_uint_t status, const std::string& body);
 ngx_int_t send_error(ngx_http_request_t* r, ngx_uint_t status, std::string_view message, std::string_view type,
                      std::string_view code = {});
+// The gateway's error body in the envelope of the request's route.
+std::string gateway_error_body(ngx_http_request_t* r, ngx_uint_t status, std::string_view message,
+                               std::string_view type, std::string_view code);
 // From a phase handler: answers with the envelope, finalizes, returns NGX_DONE.
 ngx_int_t reject(ngx_http_request_t* r, ngx_uint_t status, std::string_view message, std::string_view type,
                  std::string_view code);

@@ -33,9 +33,12 @@ sub provider_upstream {
 sub provider_location {
     my (%p) = @_;
     my $extra = $p{loc_extra} // '';
+    # The provider's base URL as its own SDK knows it: OpenAI's ends in /v1,
+    # Anthropic's and Gemini's are the host's root.
+    my $base = ($p{type} // 'openai') eq 'openai' ? '/v1/' : '/';
     return "    location /_llm/$p{name}/ {\n"
          . "        internal;\n"
-         . "        proxy_pass http://$p{name}_up/v1/;\n"
+         . "        proxy_pass http://$p{name}_up$base;\n"
          . "        proxy_http_version 1.1;\n"
          . "        proxy_set_header Connection \"\";\n"
          . "        proxy_buffering off;\n"

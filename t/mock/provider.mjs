@@ -14,6 +14,7 @@
 //   Anthropic  POST /v1/messages (JSON or SSE with the real event names)
 //   Gemini     POST /v1beta/models/{model}:generateContent
 //              POST /v1beta/models/{model}:streamGenerateContent[?alt=sse]
+//              POST /v1beta/models/{model}:embedContent, :batchEmbedContents
 //
 // Control API (never recorded):
 //   GET    /__mock/requests  -> JSON array of recorded requests
@@ -358,6 +359,19 @@ async function gemini(rec, res, model, action) {
   sendJson(res, 200, chunks);
 }
 
+// embedContent: {embedding: {values}}; batchEmbedContents: {embeddings: [{values}]}.
+function geminiEmbed(rec, res, action) {
+  const body = rec.json;
+  if (action === 'embedContent') {
+    if (!body.content || !Array.isArray(body.content.parts))
+      return sendJson(res, 400, geminiError(400, '* EmbedContentRequest.content: contents is not specified', 'INVALID_ARGUMENT'));
+    return sendJson(res, 200, { embedding: { values: fakeEmbedding(0) } });
+  }
+  if (!Array.isArray(body.requests))
+    return sendJson(res, 400, geminiError(400, '* BatchEmbedContentsRequest.requests: requests is not specified', 'INVALID_ARGUMENT'));
+  sendJson(res, 200, { embeddings: body.requests.map((_, i) => ({ values: fakeEmbedding(i) })) });
+}
+
 // ------------------------------------------------------------ dispatcher
 
 async function defaultReply(rec, res) {
@@ -383,6 +397,8 @@ async function defaultReply(rec, res) {
   if (isPost && path === '/v1/messages') return anthropicMessages(rec, res);
   const g = /^\/v1beta\/models\/([^/:]+):(generateContent|streamGenerateContent)$/.exec(path);
   if (isPost && g) return gemini(rec, res, decodeURIComponent(g[1]), g[2]);
+  const ge = /^\/v1beta\/models\/([^/:]+):(embedContent|batchEmbedContents)$/.exec(path);
+  if (isPost && ge) return geminiEmbed(rec, res, ge[2]);
   sendJson(res, 404, openaiError(`Unknown request URL: ${method} ${path}. Please check the URL for typos.`, 'invalid_request_error', 'unknown_url'));
 }
 

@@ -170,13 +170,31 @@ void Codec::feed(std::string_view bytes, std::string& out) {
     }
 }
 
+std::string Codec::error_envelope(std::string_view message, std::string_view type, std::string_view code) const {
+    return error_json(message, type, code);
+}
+
+std::string Codec::error_event(std::string_view message, std::string_view type, std::string_view code) const {
+    return error_sse_event(message, type, code);
+}
+
+void Codec::on_error_body(std::string& body, std::string& out) {
+    Usage dummy;
+    if (inspect_stream_chunk(body, dummy) == ChunkKind::Error) {
+        out.swap(body);   // already an error object
+    } else {
+        out = error_json("upstream returned status " + std::to_string(res_.status) + ": " + res_.text,
+                         "upstream_error", "upstream_error");
+    }
+}
+
 void Codec::stream_not_complete(BodyEnd how, std::string& out) {
     if (how == BodyEnd::Invalid) {
         invalid("invalid framing of the stream", out);
         return;
     }
     res_.end = EndState::Cut;
-    out += error_sse_event(kCutMessage, "upstream_error", "stream_interrupted");
+    out += error_event(kCutMessage, "upstream_error", "stream_interrupted");
 }
 
 void Codec::invalid(std::string_view why, std::string& out) {
@@ -184,12 +202,12 @@ void Codec::invalid(std::string_view why, std::string& out) {
     res_.end = EndState::Invalid;
     res_.text.assign(why);
     if (started) {
-        out += error_sse_event(kInvalidMessage, "upstream_error", "bad_gateway");
+        out += error_event(kInvalidMessage, "upstream_error", "bad_gateway");
         return;
     }
     res_.status = 502;
     res_.content_type = "application/json";
-    out = error_json(kInvalidMessage, "upstream_error", "bad_gateway");
+    out = error_envelope(kInvalidMessage, "upstream_error", "bad_gateway");
 }
 
 void Codec::finish(BodyEnd how, std::string& out) {
@@ -223,13 +241,7 @@ void Codec::finish(BodyEnd how, std::string& out) {
         res_.end = EndState::UpstreamError;
         res_.text = upstream_error_text(buf_);   // scrubbed
         res_.content_type = "application/json";
-        Usage dummy;
-        if (inspect_stream_chunk(buf_, dummy) == ChunkKind::Error) {
-            out.swap(buf_);   // already an error object
-        } else {
-            out = error_json("upstream returned status " + std::to_string(res_.status) + ": " + res_.text,
-                             "upstream_error", "upstream_error");
-        }
+        on_error_body(buf_, out);
         return;
     }
     case BodyMode::Invalid: {
@@ -240,10 +252,30 @@ void Codec::finish(BodyEnd how, std::string& out) {
     }
 }
 
-std::unique_ptr<Codec> make_codec(CodecKind kind, const CodecOptions& opt) {
+bool codec_serves(CodecKind kind, ProviderType provider) {
     switch (kind) {
-    case CodecKind::OpenAIChat: return make_openai_codec(true, opt);
-    case CodecKind::OpenAIEmbeddings: return make_openai_codec(false, opt);
+    case CodecKind::OpenAIChat:
+    case CodecKind::AnthropicMessages:
+    case CodecKind::Passthrough: return true;
+    case CodecKind::OpenAIEmbeddings: return provider != ProviderType::Anthropic;   // Anthropic has no embeddings API
+    case CodecKind::None: break;
+    }
+    return false;
+}
+
+std::unique_ptr<Codec> make_codec(CodecKind kind, const CodecOptions& opt) {
+    if (!codec_serves(kind, opt.provider)) return nullptr;
+    const ProviderType p = opt.provider;
+    switch (kind) {
+    case CodecKind::OpenAIChat:
+        if (p == ProviderType::OpenAI) return make_openai_codec(true, opt);
+        return make_translating_codec(kind, opt);
+    case CodecKind::OpenAIEmbeddings:
+        if (p == ProviderType::Gemini) return make_gemini_embed_codec(opt);
+        return make_openai_codec(false, opt);
+    case CodecKind::AnthropicMessages:
+        if (p == ProviderType::Anthropic) return make_anthropic_native_codec(opt);
+        return make_translating_codec(kind, opt);
     case CodecKind::Passthrough: return make_passthrough_codec(opt);
     case CodecKind::None: break;
     }
@@ -254,6 +286,7 @@ const char* codec_kind_name(CodecKind kind) {
     switch (kind) {
     case CodecKind::OpenAIChat: return "openai-chat";
     case CodecKind::OpenAIEmbeddings: return "openai-embeddings";
+    case CodecKind::AnthropicMessages: return "anthropic-messages";
     case CodecKind::Passthrough: return "passthrough";
     case CodecKind::None: break;
     }

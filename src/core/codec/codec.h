@@ -4,6 +4,7 @@
 // moves bytes and headers; everything the wire format decides lives here.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -12,6 +13,7 @@
 
 #include "core/codec/codec_kind.h"
 #include "core/codec/openai.h"
+#include "core/config/provider.h"
 
 namespace llmgw {
 
@@ -30,8 +32,10 @@ struct CallerRequest {
 struct UpstreamRequest {
     std::string method = "POST";
     std::string path;                  // appended to the provider's location
+    // Headers to add; one named here replaces the caller's header of that name.
     std::vector<std::pair<std::string, std::string>> headers;
     std::string credential_header;     // name of the header carrying the provider key ("" none)
+    int refuse_status = 0;             // build_request failed because of the caller's request: answer this (400)
     std::string body;
 };
 
@@ -69,8 +73,11 @@ struct CodecResult {
 };
 
 struct CodecOptions {
+    ProviderType provider = ProviderType::OpenAI;   // the wire format of the provider called
     bool client_stream = false;        // the caller asked for a stream
     bool client_wants_usage = false;   // stream_options.include_usage from the caller
+    std::string client_model;          // the model value the caller sent (translated answers report it)
+    std::int64_t created = 0;          // the answer's time (unix seconds; 0: now)
     std::size_t whole_limit = 16 * 1024 * 1024;   // bytes a Whole answer may buffer
     std::size_t error_limit = 64 * 1024;          // bytes of an error body kept
     std::size_t max_event_bytes = 4 << 20;        // SSE event bound
@@ -119,6 +126,14 @@ protected:
     // (may take body's bytes).
     virtual void on_whole(std::string& body, std::string& out) = 0;
 
+    // The caller's shapes of the gateway's own errors (OpenAI's by default):
+    // a whole JSON body and a closing SSE event.
+    virtual std::string error_envelope(std::string_view message, std::string_view type, std::string_view code) const;
+    virtual std::string error_event(std::string_view message, std::string_view type, std::string_view code) const;
+    // An upstream error status's body (at most error_limit bytes) -> the
+    // client's error body; res_.text is set (scrubbed) before the call.
+    virtual void on_error_body(std::string& body, std::string& out);
+
     void invalid(std::string_view why, std::string& out);
     // A stream that did not complete: invalid framing (a 502 or error event),
     // or cut (the closing error event).
@@ -136,8 +151,10 @@ private:
     std::string buf_;             // Whole / Error body
 };
 
-// The codec of a wire format; nullptr for CodecKind::None.
+// The codec of a route's API for a provider type (opt.provider); nullptr
+// for CodecKind::None and when the type cannot serve the API (codec_serves).
 std::unique_ptr<Codec> make_codec(CodecKind kind, const CodecOptions& opt);
+bool codec_serves(CodecKind kind, ProviderType provider);
 
 const char* codec_kind_name(CodecKind kind);
 

@@ -10,6 +10,22 @@ namespace llmgw {
 
 std::unique_ptr<Codec> make_openai_codec(bool chat, const CodecOptions& opt);
 std::unique_ptr<Codec> make_passthrough_codec(const CodecOptions& opt);
+// A caller's chat API (OpenAIChat or AnthropicMessages) to a provider of
+// another wire format (opt.provider), through the chat IR (chat_ir.h).
+std::unique_ptr<Codec> make_translating_codec(CodecKind api, const CodecOptions& opt);
+// /v1/messages to an Anthropic provider: bytes relayed as they are, usage
+// and the end state read through the Anthropic reader.
+std::unique_ptr<Codec> make_anthropic_native_codec(const CodecOptions& opt);
+// /v1/embeddings to a Gemini provider (embedContent / batchEmbedContents).
+std::unique_ptr<Codec> make_gemini_embed_codec(const CodecOptions& opt);
+
+// The headers that carry a provider's key, in its type's own form
+// (Authorization: Bearer, x-api-key + anthropic-version, x-goog-api-key).
+void add_provider_auth(ProviderType type, std::string_view key, UpstreamRequest& out);
+// The anthropic-version header the gateway sends to Anthropic providers.
+inline constexpr const char* kAnthropicVersion = "2023-06-01";
+// An OpenAI-style error "type" for an upstream error status.
+std::string_view openai_error_type(int status);
 
 // Usage fields found in one JSON document (see sniff_usage); fields not found
 // are left as they are, so calls over the events of a stream merge.

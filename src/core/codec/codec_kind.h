@@ -1,6 +1,13 @@
-// The wire format a route speaks to its provider: picks the codec.
+// The API a route speaks to its caller; with the provider's type it picks
+// the codec (make_codec).
 #pragma once
 
 namespace llmgw {
-enum class CodecKind { None, OpenAIChat, OpenAIEmbeddings, Passthrough };
+enum class CodecKind {
+    None,
+    OpenAIChat,          // POST /v1/chat/completions
+    OpenAIEmbeddings,    // POST /v1/embeddings
+    AnthropicMessages,   // POST /v1/messages
+    Passthrough,         // native provider passthrough
+};
 }  // namespace llmgw

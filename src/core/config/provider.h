@@ -1,6 +1,5 @@
-// Provider types: the seam where wire-format translation plugs in. OpenAI
-// style providers are spoken natively; Anthropic and Gemini translators come
-// with their own files beside openai.h.
+// Provider types: each names a wire format (src/core/codec: the OpenAI
+// codec, the Anthropic and Gemini readers and request builders).
 #pragma once
 #include <string_view>
 
@@ -23,10 +22,5 @@ inline std::string_view provider_type_name(ProviderType t) {
     }
     return "openai";
 }
-
-// Whether this build can route to a provider of that type. Only OpenAI-style
-// providers are routed today; the others are accepted by the parser so the
-// error names the real limitation.
-inline bool provider_type_supported(ProviderType t) { return t == ProviderType::OpenAI; }
 
 }  // namespace llmgw

@@ -158,4 +158,32 @@ std::string error_sse_event(std::string_view message, std::string_view type, std
     }
 }
 
+std::string anthropic_error_json(std::string_view type, std::string_view message) {
+    try {
+        std::string out = "{\"type\":\"error\",\"error\":{\"type\":\"";
+        json_escape_append(out, type);
+        out += "\",\"message\":\"";
+        json_escape_append(out, message);
+        out += "\"}}";
+        return out;
+    } catch (const std::exception&) {
+        return std::string();
+    }
+}
+
+std::string_view anthropic_error_type(int status) {
+    switch (status) {
+    case 400: return "invalid_request_error";
+    case 401: return "authentication_error";
+    case 402: return "billing_error";
+    case 403: return "permission_error";
+    case 404: return "not_found_error";
+    case 413: return "request_too_large";
+    case 429: return "rate_limit_error";
+    case 529: return "overloaded_error";
+    default: break;
+    }
+    return status >= 500 ? "api_error" : "invalid_request_error";
+}
+
 }  // namespace llmgw

@@ -13,6 +13,15 @@ std::string error_json(std::string_view message, std::string_view type, std::str
 // The same envelope as one SSE event, "event: error\ndata: {...}\n\n".
 std::string error_sse_event(std::string_view message, std::string_view type, std::string_view code = {});
 
+// Anthropic's error envelope, for callers of the Anthropic-shaped route
+// (/v1/messages): {"type":"error","error":{"type":"...","message":"..."}}.
+std::string anthropic_error_json(std::string_view type, std::string_view message);
+// Anthropic's error type for an HTTP status (400 invalid_request_error, 401
+// authentication_error, 402 billing_error, 403 permission_error, 404
+// not_found_error, 413 request_too_large, 429 rate_limit_error, 529
+// overloaded_error, other 4xx invalid_request_error, other 5xx api_error).
+std::string_view anthropic_error_type(int status);
+
 // JSON string escaping (quotes not included), valid UTF-8 out: invalid bytes
 // become U+FFFD (one per maximal invalid subpart). Control characters become
 // \n \r \t \b \f or \u00XX. All three functions return "" (append nothing

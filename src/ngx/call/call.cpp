@@ -46,8 +46,14 @@ ngx_int_t build_sr_headers(ngx_http_request_t* r, ngx_http_request_t* sr, const 
     if (ngx_list_init(&hi.headers, r->pool, 16, sizeof(ngx_table_elt_t)) != NGX_OK) return NGX_ERROR;
 
     bool ok = true;
+    auto replaced = [&](const ngx_table_elt_t& h) {
+        for (const auto& kv : up.headers) {
+            if (header_name_is(h.key, kv.first)) return true;
+        }
+        return false;
+    };
     for_each_header(r->headers_in.headers, [&](const ngx_table_elt_t& h) {
-        if (is_credential_header(h) || hop_or_body_header(h)) return true;
+        if (is_credential_header(h) || hop_or_body_header(h) || replaced(h)) return true;
         auto* copy = static_cast<ngx_table_elt_t*>(ngx_list_push(&hi.headers));
         if (copy == nullptr) return ok = false;
         *copy = h;
@@ -97,15 +103,30 @@ std::string find_header(ngx_http_request_t* sr, std::string_view name) {
 Call::Call(RequestCtx* r, const ProviderConf* p, std::unique_ptr<Codec> c, unsigned n, Mode m)
     : req(r), provider(p), codec(std::move(c)), attempt(n), mode(m) {}
 
-ngx_int_t Call::start(ngx_http_request_t* r, const CallerRequest& in, Join* join) {
+ngx_int_t Call::start(ngx_http_request_t* r, const CallerRequest& in, Join* join, std::string* refusal) {
     UpstreamRequest up;
     std::string err;
     if (!codec->build_request(in, up, err)) {
+        if (up.refuse_status == NGX_HTTP_BAD_REQUEST) {
+            ngx_log_error(NGX_LOG_INFO, r->connection->log, 0, "llm_gateway: request refused for provider \"%s\": %s",
+                          log_value(provider->name).c_str(), log_text(err).c_str());
+            if (refusal != nullptr) *refusal = std::move(err);
+            return NGX_HTTP_BAD_REQUEST;
+        }
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "llm_gateway: provider \"%s\" call not started: %s",
                       log_value(provider->name).c_str(), log_text(err).c_str());
         return NGX_ERROR;
     }
-    ngx_str_t sr_uri = pstr(r->pool, provider->location + up.path);
+    // The path's query (Gemini's ?alt=sse) goes in the subrequest's args:
+    // nginx escapes a '?' inside the URI when it proxies it.
+    std::string path = provider->location + up.path;
+    std::string args;
+    if (std::size_t q = path.find('?'); q != std::string::npos) {
+        args = path.substr(q + 1);
+        path.resize(q);
+    }
+    ngx_str_t sr_uri = pstr(r->pool, path);
+    ngx_str_t sr_args = pstr(r->pool, args);
     auto* ps = static_cast<ngx_http_post_subrequest_t*>(ngx_palloc(r->pool, sizeof(ngx_http_post_subrequest_t)));
     auto* sub = static_cast<SubCtx*>(ngx_palloc(r->pool, sizeof(SubCtx)));
     auto* rb = static_cast<ngx_http_request_body_t*>(ngx_pcalloc(r->pool, sizeof(ngx_http_request_body_t)));
@@ -113,13 +134,13 @@ ngx_int_t Call::start(ngx_http_request_t* r, const CallerRequest& in, Join* join
     ngx_str_t method = pstr(r->pool, up.method);
     ngx_buf_t* b = static_cast<ngx_buf_t*>(ngx_calloc_buf(r->pool));
     ngx_chain_t* cl = ngx_alloc_chain_link(r->pool);
-    if (!sr_uri.data || !ps || !sub || !rb || !body.data || !method.data || !b || !cl) return NGX_ERROR;
+    if (!sr_uri.data || (!args.empty() && !sr_args.data) || !ps || !sub || !rb || !body.data || !method.data || !b || !cl) return NGX_ERROR;
 
     ps->handler = done_handler;
     ps->data = this;
     // Captured calls too go through the filters (bounded there), not in memory.
     ngx_http_request_t* s = nullptr;
-    if (ngx_http_subrequest(r, &sr_uri, nullptr, &s, ps, 0) != NGX_OK) return NGX_ERROR;
+    if (ngx_http_subrequest(r, &sr_uri, args.empty() ? nullptr : &sr_args, &s, ps, 0) != NGX_OK) return NGX_ERROR;
 
     if (body.len > 0) {
         b->pos = body.data;

@@ -28,8 +28,11 @@ public:
     Call& operator=(const Call&) = delete;
 
     // Builds the upstream request through the codec and starts the
-    // subrequest. NGX_OK, or NGX_ERROR (logged) when it could not start.
-    ngx_int_t start(ngx_http_request_t* r, const CallerRequest& in, Join* join = nullptr);
+    // subrequest. NGX_OK; NGX_HTTP_BAD_REQUEST when the codec refuses the
+    // caller's request (refusal, when given, gets the sentence for the
+    // caller); NGX_ERROR (logged) when it could not start.
+    ngx_int_t start(ngx_http_request_t* r, const CallerRequest& in, Join* join = nullptr,
+                    std::string* refusal = nullptr);
 
     // The subrequest's filters and its end (called from relay.cpp's filters).
     ngx_int_t on_header(ngx_http_request_t* sr);

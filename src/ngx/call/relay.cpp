@@ -60,6 +60,11 @@ ngx_int_t answer_whole(ngx_http_request_t* r, RequestCtx* ctx, Call& call) {
     switch (res.end) {
     case EndState::Complete: {
         set_head(r, call, false);
+        if (!res.content_type.empty()) {   // a translated answer: the codec's type, not the provider's
+            r->headers_out.content_type.data = reinterpret_cast<u_char*>(const_cast<char*>(res.content_type.data()));
+            r->headers_out.content_type.len = res.content_type.size();
+            r->headers_out.content_type_len = res.content_type.size();
+        }
         std::string& body = call.pending();
         r->headers_out.content_length_n = static_cast<off_t>(body.size());
         ctx->own_response = true;
@@ -186,7 +191,7 @@ ngx_int_t main_header_filter(ngx_http_request_t* r) {
     if (ctx == nullptr) ctx = create_ctx(r);
     if (ctx == nullptr || ctx->own_response) return next_header_filter(r);
     Replacement rep = replacement_for(r->err_status);
-    ctx->replacement = error_json(rep.message, rep.type, rep.code);
+    ctx->replacement = gateway_error_body(r, r->err_status, rep.message, rep.type, rep.code);
     ctx->replacing = true;
     r->headers_out.content_length_n = static_cast<off_t>(ctx->replacement.size());
     if (r->headers_out.content_length) {
@@ -297,17 +302,31 @@ ngx_int_t request_on_stream_bytes(Call& call, std::string_view data) {
     return rc;
 }
 
-// The route table row names the codec of its provider calls.
+// The route table row names the API of its provider calls.
 CodecKind codec_for(const RequestCtx& ctx) {
     return ctx.route ? ctx.route->codec : CodecKind::None;
 }
 
+// The codec of one attempt: the route's API spoken to that provider's type.
+std::unique_ptr<Codec> codec_for_attempt(const RequestCtx& ctx, const ProviderConf& p) {
+    CodecOptions opt;
+    opt.provider = p.type;
+    opt.client_stream = ctx.doc && ctx.doc->info().stream;
+    opt.client_wants_usage = ctx.doc && ctx.doc->info().client_wants_usage;
+    if (ctx.doc) opt.client_model = ctx.doc->info().model;
+    return make_codec(codec_for(ctx), opt);
+}
+
 ngx_int_t start_provider_call(ngx_http_request_t* r, RequestCtx* ctx) {
     const ProviderConf& p = *ctx->resolved.provider;
-    CodecOptions opt;
-    opt.client_stream = ctx->doc && ctx->doc->info().stream;
-    opt.client_wants_usage = ctx->doc && ctx->doc->info().client_wants_usage;
-    std::unique_ptr<Codec> codec = make_codec(codec_for(*ctx), opt);
+    const CodecKind api = codec_for(*ctx);
+    if (!codec_serves(api, p.type)) {
+        return send_error(r, NGX_HTTP_NOT_IMPLEMENTED,
+                          std::string("provider \"") + log_value(p.name) + "\" (type " +
+                              std::string(provider_type_name(p.type)) + ") does not serve /v1/" + ctx->route->name,
+                          "invalid_request_error", "unsupported_endpoint");
+    }
+    std::unique_ptr<Codec> codec = codec_for_attempt(*ctx, p);
     if (codec == nullptr) return NGX_HTTP_INTERNAL_SERVER_ERROR;
 
     ctx->calls.emplace_back(new Call(ctx, &p, std::move(codec), static_cast<unsigned>(ctx->calls.size() + 1),
@@ -319,9 +338,14 @@ ngx_int_t start_provider_call(ngx_http_request_t* r, RequestCtx* ctx) {
     in.doc = ctx->doc.get();
     in.upstream_model = ctx->resolved.upstream_model;
     in.provider_key = p.key;
-    if (call.start(r, in) != NGX_OK) {
+    std::string refusal;
+    ngx_int_t rc = call.start(r, in, nullptr, &refusal);
+    if (rc != NGX_OK) {
         ctx->chosen = nullptr;
         ctx->calls.pop_back();
+        if (rc == NGX_HTTP_BAD_REQUEST) {
+            return send_error(r, NGX_HTTP_BAD_REQUEST, refusal, "invalid_request_error", "unsupported_parameter");
+        }
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
     // Hold the request until resume() finalizes it (the subrequest holds a

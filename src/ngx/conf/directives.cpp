@@ -76,10 +76,6 @@ char* provider(ngx_conf_t* cf, GatewayState* st) {
                 return conf_error(cf, "unknown provider type \"" + std::string(prm.value) +
                                           "\": use openai, anthropic or gemini");
             }
-            if (!provider_type_supported(p.type)) {
-                return conf_error(cf, "provider type \"" + std::string(prm.value) +
-                                          "\" is not supported by this build yet; use type=openai");
-            }
             have_type = true;
         } else if (prm.name == "location" && prm.has_eq) {
             p.location = std::string(prm.value);
@@ -95,7 +91,7 @@ char* provider(ngx_conf_t* cf, GatewayState* st) {
             return conf_error(cf, "invalid parameter \"" + param_name(arg(cf, i)) + "\" of llm_gateway_provider");
         }
     }
-    if (!have_type) return conf_error(cf, "llm_gateway_provider \"" + p.name + "\" needs type=openai");
+    if (!have_type) return conf_error(cf, "llm_gateway_provider \"" + p.name + "\" needs type=openai, type=anthropic or type=gemini");
     std::string err = st->config.add_provider(std::move(p));
     return err.empty() ? NGX_CONF_OK : conf_error(cf, err);
 }

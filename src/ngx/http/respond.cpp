@@ -1,5 +1,6 @@
 // Writing the gateway's own responses: JSON bodies and the error envelope.
 #include "core/json/envelope.h"
+#include "ngx/http/routes.h"
 #include "ngx/module.h"
 
 namespace llmgw {
@@ -71,11 +72,21 @@ ngx_int_t send_json(ngx_http_request_t* r, ngx_uint_t status, const std::string&
     return send_body(r, status, "application/json", body);
 }
 
+// The caller's envelope: Anthropic's on the Anthropic-shaped route, OpenAI's elsewhere.
+std::string gateway_error_body(ngx_http_request_t* r, ngx_uint_t status, std::string_view message,
+                               std::string_view type, std::string_view code) {
+    RequestCtx* ctx = get_ctx(r->main);
+    if (ctx != nullptr && ctx->route != nullptr && ctx->route->codec == CodecKind::AnthropicMessages) {
+        return anthropic_error_json(anthropic_error_type(static_cast<int>(status)), message);
+    }
+    return error_json(message, type, code);
+}
+
 ngx_int_t send_error(ngx_http_request_t* r, ngx_uint_t status, std::string_view message, std::string_view type,
                      std::string_view code) {
     std::string body;
     try {
-        body = error_json(message, type, code);
+        body = gateway_error_body(r, status, message, type, code);
     } catch (...) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }

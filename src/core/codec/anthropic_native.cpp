@@ -1,0 +1,133 @@
+// /v1/messages to an Anthropic provider: the caller's body goes upstream with
+// only "model" rewritten, and the provider's bytes come back unchanged. The
+// Anthropic reader follows along for usage (cache tokens included) and for
+// how the answer ended (a stream is complete at message_stop).
+#include <vector>
+
+#include "core/codec/anthropic_wire.h"
+#include "core/codec/chat_ir.h"
+#include "core/codec/codec_impl.h"
+#include "core/json/envelope.h"
+
+namespace llmgw {
+namespace {
+
+class AnthropicNativeCodec final : public Codec {
+public:
+    explicit AnthropicNativeCodec(const CodecOptions& o)
+        : Codec(o), reader_(make_anthropic_reader()), sse_(o.max_event_bytes) {}
+
+    CodecKind kind() const override { return CodecKind::AnthropicMessages; }
+
+    bool build_request(const CallerRequest& in, UpstreamRequest& out, std::string& err) const override {
+        if (in.doc == nullptr) {
+            err = "the request body was not parsed";
+            return false;
+        }
+        out.method = "POST";
+        out.path = "/v1/messages";
+        out.headers.emplace_back("Content-Type", "application/json");
+        add_provider_auth(ProviderType::Anthropic, in.provider_key, out);
+        out.body = in.doc->rewrite(in.upstream_model, false);
+        if (out.body.empty()) {
+            err = "the upstream request could not be built";
+            return false;
+        }
+        return true;
+    }
+
+protected:
+    BodyMode on_head(int, std::string_view content_type) override {
+        return is_media_type(content_type, "text/event-stream") ? BodyMode::Stream : BodyMode::Whole;
+    }
+
+    void on_stream(std::string_view bytes, std::string& out) override {
+        out.append(bytes);   // relayed unchanged
+        if (broken_) return;
+        events_.clear();
+        if (!sse_.feed(bytes, events_)) {
+            broken_ = true;
+            problem_ = "upstream SSE event too large to read usage from";
+            return;
+        }
+        for (const SseEvent& ev : events_) {
+            if (ev.data.empty()) continue;
+            ir_.clear();
+            std::string err;
+            ReadStep step = reader_->read_event(ev, ir_, err);
+            for (const StreamEventIR& e : ir_) {
+                if (e.kind == StreamEventIR::Kind::Usage) usage_ = e.usage;
+            }
+            if (step == ReadStep::Failed) failed_ = true;
+            if (step == ReadStep::Invalid) {
+                broken_ = true;
+                problem_ = "invalid upstream stream event: " + err;
+                return;
+            }
+        }
+    }
+
+    void on_stream_end(BodyEnd how, std::string& out) override {
+        res_.usage = usage_.accounting();
+        if (failed_) {
+            res_.end = EndState::StreamError;
+        } else if (how == BodyEnd::Clean && !broken_ && reader_->complete() && !sse_.has_partial()) {
+            res_.end = EndState::Complete;
+        } else {
+            stream_not_complete(how, out);
+        }
+    }
+
+    void on_whole(std::string& body, std::string& out) override {
+        ChatResponseIR r;
+        std::string err;
+        if (!reader_->read_whole(body, r, err)) {
+            invalid(body.empty() ? "empty response body" : err, out);
+            return;
+        }
+        res_.usage = r.usage.accounting();
+        res_.end = EndState::Complete;
+        out.swap(body);
+    }
+
+    std::string error_envelope(std::string_view message, std::string_view, std::string_view) const override {
+        return anthropic_error_json("api_error", message);
+    }
+
+    std::string error_event(std::string_view message, std::string_view, std::string_view) const override {
+        std::string out = "event: error\ndata: ";
+        out += anthropic_error_json("api_error", message);
+        out += "\n\n";
+        return out;
+    }
+
+    void on_error_body(std::string& body, std::string& out) override {
+        if (is_anthropic_error(body)) {
+            out.swap(body);   // the provider's own error, in the caller's shape already
+            return;
+        }
+        out = anthropic_error_json(anthropic_error_type(res_.status),
+                                   "upstream returned status " + std::to_string(res_.status) + ": " + res_.text);
+    }
+
+private:
+    static bool is_anthropic_error(std::string_view body) {
+        Usage dummy;
+        return body.find("\"type\"") != std::string_view::npos && inspect_stream_chunk(body, dummy) == ChunkKind::Error;
+    }
+
+    std::unique_ptr<ResponseReader> reader_;
+    SseParser sse_;
+    std::vector<SseEvent> events_;
+    std::vector<StreamEventIR> ir_;
+    UsageIR usage_;
+    bool broken_ = false, failed_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Codec> make_anthropic_native_codec(const CodecOptions& opt) {
+    return std::make_unique<AnthropicNativeCodec>(opt);
+}
+
+}  // namespace llmgw
