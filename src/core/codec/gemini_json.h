@@ -37,6 +37,7 @@ public:
     JsonOut& key(std::string_view k) { string(k, true); return *this; }
     JsonOut& str(std::string_view v) { string(v, false); return *this; }
     JsonOut& i64(std::int64_t v) { w_.Int64(v); return *this; }
+    JsonOut& real(double v) { w_.Double(v); return *this; }   // v finite
     JsonOut& raw(std::string_view json) {   // one complete JSON value
         w_.RawValue(json.data(), json.size(), rapidjson::kObjectType);
         return *this;
