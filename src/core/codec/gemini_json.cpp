@@ -1,0 +1,140 @@
+#include "core/codec/gemini_json.h"
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "core/json/envelope.h"
+
+namespace llmgw {
+namespace gemini {
+
+namespace rj = rapidjson;
+
+namespace {
+
+// True when no container in s nests deeper than max (strings skipped).
+// Exact for valid JSON; for invalid JSON it bounds what the parser reaches.
+bool depth_at_most(std::string_view s, int max) {
+    const char* p = s.data();
+    const char* end = p + s.size();
+    int depth = 0;
+    while (p < end) {
+        const char c = *p++;
+        if (c == '"') {
+            for (;;) {
+                const char* q = static_cast<const char*>(std::memchr(p, '"', static_cast<std::size_t>(end - p)));
+                if (q == nullptr) return true;  // unterminated: the parser fails
+                const char* b = q;
+                while (b > p && b[-1] == '\\') --b;
+                p = q + 1;
+                if (((q - b) & 1) == 0) break;
+            }
+        } else if (c == '{' || c == '[') {
+            if (++depth > max) return false;
+        } else if (c == '}' || c == ']') {
+            --depth;
+        }
+    }
+    return true;
+}
+
+}  // namespace
+
+bool parse_json(std::string_view s, rj::Document& doc) {
+    if (!depth_at_most(s, kMaxDepth)) return false;
+    doc.Parse<rj::kParseIterativeFlag | rj::kParseFullPrecisionFlag>(s.data(), s.size());
+    return !doc.HasParseError();
+}
+
+std::int64_t count_of(const rj::Value& v) {
+    if (v.IsInt64() && v.GetInt64() >= 0) return v.GetInt64();
+    return -1;
+}
+
+std::string_view sv(const rj::Value& s) { return std::string_view(s.GetString(), s.GetStringLength()); }
+
+void JsonOut::string(std::string_view s, bool is_key) {
+    std::string fixed;
+    if (!is_valid_utf8(s)) {
+        fixed = to_valid_utf8(s);
+        s = fixed;
+    }
+    const auto len = static_cast<rj::SizeType>(s.size());
+    if (is_key) {
+        w_.Key(s.data(), len, true);
+    } else {
+        w_.String(s.data(), len, true);
+    }
+}
+
+JsonOut& JsonOut::number(const rj::Value& v) {
+    if (v.IsInt64()) {
+        w_.Int64(v.GetInt64());
+    } else if (v.IsUint64()) {
+        w_.Uint64(v.GetUint64());
+    } else if (v.IsNumber() && std::isfinite(v.GetDouble())) {
+        w_.Double(v.GetDouble());
+    } else {
+        w_.Null();
+    }
+    return *this;
+}
+
+JsonOut& JsonOut::copy(const rj::Value& root) {
+    struct Frame {
+        const rj::Value* v;
+        rj::SizeType i;
+    };
+    std::vector<Frame> stack;
+    const rj::Value* cur = &root;
+    for (;;) {
+        if (cur != nullptr) {
+            if (cur->IsObject()) {
+                w_.StartObject();
+                stack.push_back(Frame{cur, 0});
+            } else if (cur->IsArray()) {
+                w_.StartArray();
+                stack.push_back(Frame{cur, 0});
+            } else if (cur->IsString()) {
+                str(sv(*cur));
+            } else if (cur->IsNumber()) {
+                number(*cur);
+            } else if (cur->IsBool()) {
+                w_.Bool(cur->GetBool());
+            } else {
+                w_.Null();
+            }
+            cur = nullptr;
+        }
+        if (stack.empty()) break;
+        Frame& f = stack.back();
+        if (f.v->IsObject()) {
+            if (f.i < f.v->MemberCount()) {
+                const auto m = f.v->MemberBegin() + f.i++;
+                key(sv(m->name));
+                cur = &m->value;
+            } else {
+                w_.EndObject();
+                stack.pop_back();
+            }
+        } else {
+            if (f.i < f.v->Size()) {
+                cur = &(*f.v)[f.i++];
+            } else {
+                w_.EndArray();
+                stack.pop_back();
+            }
+        }
+    }
+    return *this;
+}
+
+std::string to_json(const rj::Value& v) {
+    JsonOut o;
+    o.copy(v);
+    return o.take();
+}
+
+}  // namespace gemini
+}  // namespace llmgw
