@@ -2,6 +2,7 @@
 // shape and the Anthropic response writer.
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <string>
 
 #include <rapidjson/document.h>
@@ -352,4 +353,353 @@ TEST(MessagesErrors, TypeForStatus) {
     EXPECT_EQ(anthropic_error_type(501), "api_error");
     EXPECT_EQ(anthropic_error_type(0), "api_error");
     EXPECT_EQ(anthropic_error_type(-1), "api_error");
+}
+
+// ---------------------------------------------------------------- writer
+
+namespace {
+
+std::unique_ptr<ResponseWriter> writer() {
+    WriterOptions o;
+    o.model = "claude-alias";
+    return make_anthropic_writer(o);
+}
+
+std::string whole(const ChatResponseIR& r) {
+    std::string out;
+    writer()->whole(r, out);
+    return out;
+}
+
+using K = StreamEventIR::Kind;
+
+StreamEventIR ev(K kind, std::string text = {}, std::size_t index = 0) {
+    StreamEventIR e;
+    e.kind = kind;
+    e.text = std::move(text);
+    e.index = index;
+    return e;
+}
+StreamEventIR start_ev(std::string id) {
+    StreamEventIR e = ev(K::Start);
+    e.id = std::move(id);
+    return e;
+}
+StreamEventIR tool_start(std::size_t index, std::string id, std::string name) {
+    StreamEventIR e = ev(K::ToolStart, {}, index);
+    e.id = std::move(id);
+    e.name = std::move(name);
+    return e;
+}
+StreamEventIR finish_ev(FinishReason f, std::string seq = {}) {
+    StreamEventIR e = ev(K::Finish);
+    e.finish = f;
+    e.stop_sequence = std::move(seq);
+    return e;
+}
+UsageIR usage(std::int64_t prompt, std::int64_t completion, std::int64_t read = 0, std::int64_t creation = 0) {
+    UsageIR u;
+    u.present = true;
+    u.prompt = prompt;
+    u.completion = completion;
+    u.cache_read = read;
+    u.cache_creation = creation;
+    return u;
+}
+StreamEventIR usage_ev(const UsageIR& u) {
+    StreamEventIR e = ev(K::Usage);
+    e.usage = u;
+    return e;
+}
+
+const std::string kNoUsage =
+    R"("usage":{"input_tokens":0,"output_tokens":0,"cache_creation_input_tokens":0,"cache_read_input_tokens":0}})";
+
+std::string msg_start(const std::string& id, int input) {
+    return "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"" + id +
+           R"(","type":"message","role":"assistant","model":"claude-alias","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":)" +
+           std::to_string(input) + ",\"output_tokens\":0}}}\n\n";
+}
+
+bool is_id(const std::string& s, const std::string& prefix) {
+    if (s.compare(0, prefix.size(), prefix) != 0 || s.size() != prefix.size() + 24) return false;
+    for (std::size_t i = prefix.size(); i < s.size(); ++i)
+        if (!std::isalnum(static_cast<unsigned char>(s[i]))) return false;
+    return true;
+}
+
+}  // namespace
+
+TEST(MessagesWriter, WholeText) {
+    ChatResponseIR r;
+    r.id = "chatcmpl-abc";
+    r.text = "Hello!";
+    r.reasoning = "thinking is dropped";
+    r.finish = FinishReason::Stop;
+    r.usage = usage(12, 5);
+    EXPECT_EQ(whole(r),
+              R"({"id":"msg_chatcmpl-abc","type":"message","role":"assistant","model":"claude-alias",)"
+              R"("content":[{"type":"text","text":"Hello!"}],"stop_reason":"end_turn","stop_sequence":null,)"
+              R"("usage":{"input_tokens":12,"output_tokens":5,"cache_creation_input_tokens":0,"cache_read_input_tokens":0}})");
+}
+
+TEST(MessagesWriter, WholeToolsAndCachedUsage) {
+    ChatResponseIR r;
+    r.id = "msg_01XYZ";
+    r.text = "Let me check.";
+    r.tool_calls.push_back({"call_1", "get_weather", R"({"city": "Paris", "days": [1, 2.5], "deep": {"x": null}})"});
+    r.tool_calls.push_back({"call_2", "get_time", "{}"});
+    r.finish = FinishReason::ToolCalls;
+    r.usage = usage(1000, 40, 600, 300);
+    EXPECT_EQ(whole(r),
+              R"({"id":"msg_01XYZ","type":"message","role":"assistant","model":"claude-alias","content":[)"
+              R"({"type":"text","text":"Let me check."},)"
+              R"({"type":"tool_use","id":"call_1","name":"get_weather","input":{"city":"Paris","days":[1,2.5],"deep":{"x":null}}},)"
+              R"({"type":"tool_use","id":"call_2","name":"get_time","input":{}}],)"
+              R"("stop_reason":"tool_use","stop_sequence":null,)"
+              R"("usage":{"input_tokens":100,"output_tokens":40,"cache_creation_input_tokens":300,"cache_read_input_tokens":600}})");
+}
+
+TEST(MessagesWriter, WholeStopReasons) {
+    const std::pair<FinishReason, const char*> cases[] = {
+        {FinishReason::Stop, "end_turn"},       {FinishReason::None, "end_turn"},
+        {FinishReason::Length, "max_tokens"},   {FinishReason::ToolCalls, "tool_use"},
+        {FinishReason::ContentFilter, "refusal"},
+    };
+    for (const auto& c : cases) {
+        ChatResponseIR r;
+        r.id = "msg_1";
+        r.finish = c.first;
+        EXPECT_EQ(whole(r), R"({"id":"msg_1","type":"message","role":"assistant","model":"claude-alias","content":[],"stop_reason":")" +
+                                std::string(c.second) + R"(","stop_sequence":null,)" + kNoUsage);
+    }
+    ChatResponseIR r;
+    r.id = "msg_1";
+    r.text = "a";
+    r.finish = FinishReason::StopSequence;
+    r.stop_sequence = "END";
+    EXPECT_EQ(whole(r), R"({"id":"msg_1","type":"message","role":"assistant","model":"claude-alias","content":[{"type":"text","text":"a"}],)"
+                        R"("stop_reason":"stop_sequence","stop_sequence":"END",)" + kNoUsage);
+    r.stop_sequence.clear();  // not known: null
+    EXPECT_EQ(whole(r), R"({"id":"msg_1","type":"message","role":"assistant","model":"claude-alias","content":[{"type":"text","text":"a"}],)"
+                        R"("stop_reason":"stop_sequence","stop_sequence":null,)" + kNoUsage);
+}
+
+TEST(MessagesWriter, WholeRefusalAndCacheLargerThanPrompt) {
+    ChatResponseIR r;
+    r.id = "msg_1";
+    r.text = "Hmm. ";
+    r.refusal = "I can't help with that.";
+    r.finish = FinishReason::ContentFilter;
+    r.usage = usage(10, 3, 8, 7);
+    r.usage.reasoning = 2;
+    EXPECT_EQ(whole(r),
+              R"({"id":"msg_1","type":"message","role":"assistant","model":"claude-alias","content":[{"type":"text","text":"Hmm. I can't help with that."}],)"
+              R"("stop_reason":"refusal","stop_sequence":null,)"
+              R"("usage":{"input_tokens":0,"output_tokens":3,"cache_creation_input_tokens":7,"cache_read_input_tokens":8}})");
+}
+
+TEST(MessagesWriter, WholeGeneratedIdsAndBadArguments) {
+    ChatResponseIR r;
+    r.tool_calls.push_back({"", "f", "not json"});
+    r.tool_calls.push_back({"t2", "g", "[1,2]"});
+    r.tool_calls.push_back({"t3", "h", "{\"a\":1"});
+    r.tool_calls.push_back({"t4", "i", ""});
+    const std::string out = whole(r);
+    rapidjson::Document d;
+    d.Parse(out.data(), out.size());
+    ASSERT_FALSE(d.HasParseError()) << out;
+    const std::string id = d["id"].GetString();
+    EXPECT_TRUE(is_id(id, "msg_")) << id;
+    const std::string tid = d["content"][0]["id"].GetString();
+    EXPECT_TRUE(is_id(tid, "toolu_")) << tid;
+    EXPECT_EQ(out, R"({"id":")" + id + R"(","type":"message","role":"assistant","model":"claude-alias","content":[)"
+                   R"({"type":"tool_use","id":")" + tid + R"(","name":"f","input":{}},)"
+                   R"({"type":"tool_use","id":"t2","name":"g","input":{}},)"
+                   R"({"type":"tool_use","id":"t3","name":"h","input":{}},)"
+                   R"({"type":"tool_use","id":"t4","name":"i","input":{}}],)"
+                   R"("stop_reason":"end_turn","stop_sequence":null,)" + kNoUsage);
+    EXPECT_NE(whole(r), out);  // fresh ids each time
+}
+
+TEST(MessagesWriter, WholeDeepArgumentsAndInvalidUtf8) {
+    std::string deep;
+    for (int i = 0; i < 300; ++i) deep += "{\"a\":";
+    deep += "1";
+    for (int i = 0; i < 300; ++i) deep += "}";
+    ChatResponseIR r;
+    r.id = "msg_1";
+    r.text = "bad \xC3\x28 byte";
+    r.tool_calls.push_back({"t1", "n\xff", deep});
+    r.tool_calls.push_back({"t2", "n", "{\"k\xfe\":\"v\xc0\"}"});
+    EXPECT_EQ(whole(r),
+              "{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"claude-alias\",\"content\":["
+              "{\"type\":\"text\",\"text\":\"bad \xEF\xBF\xBD( byte\"},"
+              "{\"type\":\"tool_use\",\"id\":\"t1\",\"name\":\"n\xEF\xBF\xBD\",\"input\":{}},"
+              "{\"type\":\"tool_use\",\"id\":\"t2\",\"name\":\"n\",\"input\":{\"k\xEF\xBF\xBD\":\"v\xEF\xBF\xBD\"}}],"
+              "\"stop_reason\":\"end_turn\",\"stop_sequence\":null," + kNoUsage);
+}
+
+TEST(MessagesWriter, WholeHugeText) {
+    ChatResponseIR r;
+    r.id = "msg_1";
+    r.text.assign(5 << 20, 'z');
+    EXPECT_EQ(whole(r), R"({"id":"msg_1","type":"message","role":"assistant","model":"claude-alias","content":[{"type":"text","text":")" +
+                            r.text + R"("}],"stop_reason":"end_turn","stop_sequence":null,)" + kNoUsage);
+}
+
+TEST(MessagesWriter, Stream) {
+    auto w = writer();
+    std::string out;
+    w->event(start_ev("chatcmpl-9"), out);
+    w->event(usage_ev(usage(25, 0, 5, 0)), out);
+    w->event(ev(K::Reasoning, "hidden"), out);
+    w->event(ev(K::Text, "Hel"), out);
+    w->event(ev(K::Text, "lo"), out);
+    w->event(tool_start(0, "call_a", "get_weather"), out);
+    w->event(ev(K::ToolArgs, "{\"city\":", 0), out);
+    w->event(ev(K::ToolArgs, "\"Paris\"}", 0), out);
+    w->event(finish_ev(FinishReason::ToolCalls), out);
+    w->event(usage_ev(usage(25, 17, 5, 0)), out);
+    w->end(out);
+    EXPECT_EQ(out,
+              msg_start("msg_chatcmpl-9", 0) +
+              "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n"
+              "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Hel\"}}\n\n"
+              "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"lo\"}}\n\n"
+              "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n"
+              "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"tool_use\",\"id\":\"call_a\",\"name\":\"get_weather\",\"input\":{}}}\n\n"
+              "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"city\\\":\"}}\n\n"
+              "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"\\\"Paris\\\"}\"}}\n\n"
+              "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":1}\n\n"
+              "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\",\"stop_sequence\":null},"
+              "\"usage\":{\"input_tokens\":20,\"output_tokens\":17,\"cache_creation_input_tokens\":0,\"cache_read_input_tokens\":5}}\n\n"
+              "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n");
+    std::string more;
+    w->event(ev(K::Text, "late"), more);
+    w->end(more);
+    w->stream_error("late", "api_error", more);
+    EXPECT_EQ(more, "");
+}
+
+TEST(MessagesWriter, StreamTwoToolsRefusalAndStopSequence) {
+    auto w = writer();
+    std::string out;
+    w->event(start_ev("msg_7"), out);
+    w->event(tool_start(0, "t0", "a"), out);
+    w->event(ev(K::ToolArgs, "{}", 0), out);
+    w->event(tool_start(1, "", "b"), out);
+    w->event(ev(K::ToolArgs, "{\"late\":1}", 0), out);   // tool 0 is closed: dropped
+    w->event(ev(K::ToolArgs, "", 1), out);               // empty: nothing
+    w->event(ev(K::Refusal, "no"), out);
+    w->event(ev(K::Text, ""), out);
+    w->event(finish_ev(FinishReason::StopSequence, "##"), out);
+    w->end(out);
+    const std::string tid = out.substr(out.find("toolu_"), 30);
+    EXPECT_TRUE(is_id(tid, "toolu_")) << tid;
+    EXPECT_EQ(out,
+              msg_start("msg_7", 0) +
+              "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"tool_use\",\"id\":\"t0\",\"name\":\"a\",\"input\":{}}}\n\n"
+              "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{}\"}}\n\n"
+              "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n"
+              "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"tool_use\",\"id\":\"" + tid + "\",\"name\":\"b\",\"input\":{}}}\n\n"
+              "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":1}\n\n"
+              "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":2,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n"
+              "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":2,\"delta\":{\"type\":\"text_delta\",\"text\":\"no\"}}\n\n"
+              "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":2}\n\n"
+              "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"stop_sequence\",\"stop_sequence\":\"##\"}," + kNoUsage +
+              "\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n");
+}
+
+TEST(MessagesWriter, EventsBeforeStart) {
+    auto w = writer();
+    std::string out;
+    w->event(usage_ev(usage(30, 0, 10, 0)), out);   // shown in message_start
+    w->event(ev(K::Text, "x"), out);
+    w->event(start_ev("late"), out);                // already started: ignored
+    w->end(out);
+    const std::string id = out.substr(out.find("msg_"), 28);
+    EXPECT_TRUE(is_id(id, "msg_")) << id;
+    EXPECT_EQ(out,
+              msg_start(id, 20) +
+              "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n"
+              "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"x\"}}\n\n"
+              "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n"
+              "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\",\"stop_sequence\":null},"
+              "\"usage\":{\"input_tokens\":20,\"output_tokens\":0,\"cache_creation_input_tokens\":0,\"cache_read_input_tokens\":10}}\n\n"
+              "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n");
+}
+
+TEST(MessagesWriter, EmptyStream) {
+    auto w = writer();
+    std::string out;
+    w->end(out);
+    const std::string id = out.substr(out.find("msg_"), 28);
+    EXPECT_EQ(out, msg_start(id, 0) +
+                       "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\",\"stop_sequence\":null}," +
+                       kNoUsage + "\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n");
+}
+
+TEST(MessagesWriter, StreamError) {
+    auto w = writer();
+    std::string out;
+    w->event(start_ev("msg_1"), out);
+    w->event(ev(K::Text, "par"), out);
+    out.clear();
+    w->stream_error("the upstream stream ended before completion", "", out);
+    EXPECT_EQ(out, "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"api_error\",\"message\":\"the upstream stream ended before completion\"}}\n\n");
+    out.clear();
+    w->event(ev(K::Text, "more"), out);
+    w->end(out);
+    EXPECT_EQ(out, "");  // the stream is over
+
+    auto w2 = writer();
+    out.clear();
+    StreamEventIR e = ev(K::Error, "Overloaded, key sk-abcdefghijklmnop");
+    e.error_type = "overloaded_error";
+    w2->event(e, out);
+    w2->end(out);
+    EXPECT_EQ(out, "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded, key [redacted]\"}}\n\n");
+
+    auto w3 = writer();
+    out.clear();
+    w3->stream_error("x\xff", "server_error", out);
+    EXPECT_EQ(out, "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"api_error\",\"message\":\"x\xEF\xBF\xBD\"}}\n\n");
+}
+
+TEST(MessagesWriter, ErrorBody) {
+    auto w = writer();
+    EXPECT_EQ(w->error_body("budget exceeded", "insufficient_quota", "budget_exceeded"),
+              R"({"type":"error","error":{"type":"rate_limit_error","message":"budget exceeded"}})");
+    EXPECT_EQ(w->error_body("Incorrect API key provided.", "invalid_request_error", "invalid_api_key"),
+              R"({"type":"error","error":{"type":"authentication_error","message":"Incorrect API key provided."}})");
+    EXPECT_EQ(w->error_body("bad", "invalid_request_error", "bad_request"),
+              R"({"type":"error","error":{"type":"invalid_request_error","message":"bad"}})");
+    EXPECT_EQ(w->error_body("gone", "upstream_error", "bad_gateway"),
+              R"({"type":"error","error":{"type":"api_error","message":"gone"}})");
+    EXPECT_EQ(w->error_body("busy", "overloaded_error", ""),
+              R"({"type":"error","error":{"type":"overloaded_error","message":"busy"}})");
+    EXPECT_EQ(w->error_body("no", "permission_error", "forbidden"),
+              R"({"type":"error","error":{"type":"permission_error","message":"no"}})");
+}
+
+TEST(MessagesWriter, StreamInvalidUtf8AndHugeDelta) {
+    auto w = writer();
+    std::string out;
+    w->event(start_ev("msg_1"), out);
+    out.clear();
+    w->event(ev(K::Text, "\xE2\x82"), out);
+    EXPECT_EQ(out, "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n"
+                   "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"\xEF\xBF\xBD\"}}\n\n");
+    out.clear();
+    const std::string big(4 << 20, 'q');
+    w->event(ev(K::Text, big), out);
+    EXPECT_EQ(out, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"" + big + "\"}}\n\n");
+    out.clear();
+    StreamEventIR u = usage_ev(usage(-5, -1, -3, -2));   // broken counts: never negative
+    w->event(u, out);
+    w->end(out);
+    EXPECT_EQ(out, "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n"
+                   "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\",\"stop_sequence\":null}," + kNoUsage +
+                   "\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n");
 }
