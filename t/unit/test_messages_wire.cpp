@@ -703,3 +703,12 @@ TEST(MessagesWriter, StreamInvalidUtf8AndHugeDelta) {
                    "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\",\"stop_sequence\":null}," + kNoUsage +
                    "\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n");
 }
+
+TEST(MessagesRequest, EmptyAndNullBodies) {
+    EXPECT_EQ(refused("{}"), "max_tokens is required");
+    rapidjson::Value null_value;
+    std::string body, err;
+    EXPECT_FALSE(openai_request_from_anthropic(null_value, "m", body, err));
+    EXPECT_EQ(err, "request body must be a JSON object");
+    EXPECT_EQ(body, "");
+}
