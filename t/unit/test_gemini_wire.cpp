@@ -883,3 +883,20 @@ TEST(GeminiEmbed, MalformedAnswers) {
         }
     }
 }
+
+TEST(GeminiHuge, LargeBodiesPassThrough) {
+    const std::string data(4 << 20, 'A');
+    EXPECT_EQ(translate(R"({"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,)" +
+                        data + R"("}}]}]})"),
+            R"({"contents":[{"role":"user","parts":[{"inlineData":{"mimeType":"image/png","data":")" + data + R"("}}]}]})");
+    ChatResponseIR ir;
+    std::string err;
+    ASSERT_TRUE(whole(R"({"candidates":[{"content":{"parts":[{"text":")" + data + R"("}]},"finishReason":"STOP"}]})", ir, err));
+    EXPECT_EQ(ir.text, data);
+    std::string values = "0.25";
+    for (int i = 0; i < 100000; ++i) values += ",0.25";
+    const std::string out = embed_resp(R"({"embedding":{"values":[)" + values + "]}}", false, true);
+    EXPECT_EQ(out.size(), std::string(R"({"object":"list","data":[{"object":"embedding","index":0,"embedding":""}],)"
+                                      R"("model":"my-embed","usage":{"prompt_tokens":0,"total_tokens":0}})").size() +
+                                  (100001 * 4 + 2) / 3 * 4);
+}
