@@ -285,7 +285,8 @@ subtest 'tool call round trips' => sub {
     ], 'Anthropic tool_result as OpenAI tool message');
     is_deeply($reqs->[6]{json}{contents}, [
         { role => 'user', parts => [{ text => 'Weather in Paris?' }] },
-        { role => 'model', parts => [{ functionCall => { name => 'get_weather', args => { city => 'Paris' } } }] },
+        { role => 'model', parts => [{ functionCall => { name => 'get_weather', args => { city => 'Paris' } },
+                                      thoughtSignature => 'skip_thought_signature_validator' }] },
         { role => 'user', parts => [{ functionResponse => { name => 'get_weather', response => { content => 'Sunny, 21C' } } }] },
     ], 'Anthropic tool_result as Gemini functionResponse');
 };

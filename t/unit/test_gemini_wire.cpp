@@ -193,8 +193,8 @@ TEST(GeminiRequest, RichRequest) {
         R"({"contents":[)"
         R"({"role":"user","parts":[{"text":"What is in these?"},{"inlineData":{"mimeType":"image/png","data":"iVBORw0KGgo="}},)"
         R"({"fileData":{"mimeType":"image/jpeg","fileUri":"https://example.com/a/cat.JPG?x=1#f"}}]},)"
-        R"({"role":"model","parts":[{"functionCall":{"name":"get_weather","args":{"city":"Paris","days":2}}},)"
-        R"({"functionCall":{"name":"get_time","args":{}}}]},)"
+        R"({"role":"model","parts":[{"functionCall":{"name":"get_weather","args":{"city":"Paris","days":2}},"thoughtSignature":"skip_thought_signature_validator"},)"
+        R"({"functionCall":{"name":"get_time","args":{}},"thoughtSignature":"skip_thought_signature_validator"}]},)"
         R"({"role":"user","parts":[{"functionResponse":{"name":"get_weather","response":{"temp":21.5}}},)"
         R"({"functionResponse":{"name":"get_time","response":{"content":"noon"}}},{"text":"Thanks"}]},)"
         R"({"role":"model","parts":[{"text":"You're welcome."},{"text":"Anything else?"}]}],)"
@@ -255,7 +255,7 @@ TEST(GeminiRequest, ToolResultsAndMerging) {
  {"role":"tool","tool_call_id":"x1"}]})";
     EXPECT_EQ(translate(req),
             R"({"contents":[{"role":"user","parts":[{"text":"go"},{"text":"again"}]},)"
-            R"({"role":"model","parts":[{"text":"Calling."},{"functionCall":{"name":"f","args":{"a":[1,{"b":null}]}}}]},)"
+            R"({"role":"model","parts":[{"text":"Calling."},{"functionCall":{"name":"f","args":{"a":[1,{"b":null}]}},"thoughtSignature":"skip_thought_signature_validator"}]},)"
             R"({"role":"user","parts":[{"text":"wait"},{"functionResponse":{"name":"f","response":{"content":"[1,2]"}}},)"
             R"({"functionResponse":{"name":"f","response":{"content":""}}}]}]})");
 }

@@ -5,6 +5,7 @@
 
 #include "core/codec/chat_ir.h"
 #include "core/codec/codec_impl.h"
+#include "core/codec/gemini_embed.h"
 #include "core/codec/gemini_wire.h"
 #include "core/json/envelope.h"
 

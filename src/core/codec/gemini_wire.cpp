@@ -10,6 +10,10 @@
 
 namespace llmgw {
 
+namespace {
+constexpr const char* kSkipThoughtSignature = "skip_thought_signature_validator";
+}  // namespace
+
 namespace rj = rapidjson;
 using gemini::JsonOut;
 using gemini::sv;
@@ -212,7 +216,9 @@ bool Translator::assistant_calls(const rj::Value& calls, const std::string& wher
         JsonOut o;
         o.begin_object().key("functionCall").begin_object();
         o.key("name").str(sv(*name)).key("args").copy(parsed);
-        o.end_object().end_object();
+        // Gemini 3 wants the signature it gave with each call back; the
+        // OpenAI shape cannot carry it, so the documented placeholder goes.
+        o.end_object().key("thoughtSignature").str(kSkipThoughtSignature).end_object();
         out.push_back(o.take());
     }
     return true;

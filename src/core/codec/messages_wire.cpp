@@ -447,32 +447,4 @@ bool openai_request_from_anthropic(const Value& req, std::string_view model, std
     }
 }
 
-std::string anthropic_error_json(std::string_view type, std::string_view message) {
-    try {
-        JsonWriter w;
-        w.begin_object().field("type", "error").key("error").begin_object();
-        w.field("type", type.empty() ? std::string_view("api_error") : type).field("message", message);
-        w.end_object().end_object();
-        return w.take();
-    } catch (const std::exception&) {
-        return std::string();
-    }
-}
-
-std::string_view anthropic_error_type(int status) {
-    switch (status) {
-    case 400: return "invalid_request_error";
-    case 401: return "authentication_error";
-    case 402: return "billing_error";
-    case 403: return "permission_error";
-    case 404: return "not_found_error";
-    case 413: return "request_too_large";
-    case 429: return "rate_limit_error";
-    case 529: return "overloaded_error";
-    default: break;
-    }
-    if (status >= 400 && status < 500) return "invalid_request_error";
-    return "api_error";
-}
-
 }  // namespace llmgw

@@ -11,6 +11,7 @@
 #include <rapidjson/document.h>
 
 #include "core/codec/chat_ir.h"
+#include "core/json/envelope.h"
 
 namespace llmgw {
 
@@ -26,14 +27,6 @@ bool openai_request_from_anthropic(const rapidjson::Value& req, std::string_view
 // IR -> the Anthropic Messages response shapes (whole JSON and SSE events).
 std::unique_ptr<ResponseWriter> make_anthropic_writer(const WriterOptions& opt);
 
-// Anthropic's error envelope {"type":"error","error":{"type":...,"message":...}}.
-// An empty type is written as api_error.
-std::string anthropic_error_json(std::string_view type, std::string_view message);
-
-// Anthropic's error type for an HTTP status (400 invalid_request_error, 401
-// authentication_error, 402 billing_error, 403 permission_error, 404
-// not_found_error, 413 request_too_large, 429 rate_limit_error, 529
-// overloaded_error; other 4xx invalid_request_error, anything else api_error).
-std::string_view anthropic_error_type(int status);
+// anthropic_error_json and anthropic_error_type: core/json/envelope.h.
 
 }  // namespace llmgw

@@ -161,7 +161,7 @@ std::string error_sse_event(std::string_view message, std::string_view type, std
 std::string anthropic_error_json(std::string_view type, std::string_view message) {
     try {
         std::string out = "{\"type\":\"error\",\"error\":{\"type\":\"";
-        json_escape_append(out, type);
+        json_escape_append(out, type.empty() ? std::string_view("api_error") : type);
         out += "\",\"message\":\"";
         json_escape_append(out, message);
         out += "\"}}";

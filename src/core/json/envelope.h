@@ -14,7 +14,8 @@ std::string error_json(std::string_view message, std::string_view type, std::str
 std::string error_sse_event(std::string_view message, std::string_view type, std::string_view code = {});
 
 // Anthropic's error envelope, for callers of the Anthropic-shaped route
-// (/v1/messages): {"type":"error","error":{"type":"...","message":"..."}}.
+// (/v1/messages): {"type":"error","error":{"type":"...","message":"..."}};
+// an empty type is written as api_error.
 std::string anthropic_error_json(std::string_view type, std::string_view message);
 // Anthropic's error type for an HTTP status (400 invalid_request_error, 401
 // authentication_error, 402 billing_error, 403 permission_error, 404
