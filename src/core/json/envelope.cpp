@@ -183,7 +183,7 @@ std::string_view anthropic_error_type(int status) {
     case 529: return "overloaded_error";
     default: break;
     }
-    return status >= 500 ? "api_error" : "invalid_request_error";
+    return status >= 400 && status < 500 ? "invalid_request_error" : "api_error";
 }
 
 }  // namespace llmgw

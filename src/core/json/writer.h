@@ -29,6 +29,11 @@ public:
     JsonWriter& real(double v) { w_.Double(v); return *this; }
     JsonWriter& boolean(bool v) { w_.Bool(v); return *this; }
     JsonWriter& null() { w_.Null(); return *this; }
+    // A value that is already one valid JSON document (written by a JsonWriter).
+    JsonWriter& raw(std::string_view json) {
+        w_.RawValue(json.data(), json.size(), rapidjson::kObjectType);
+        return *this;
+    }
     // A UTC time as "YYYY-MM-DDTHH:MM:SSZ"; null when t <= 0.
     JsonWriter& time(std::int64_t unix_seconds);
 
