@@ -51,18 +51,10 @@ bool depth_ok(const rj::Value& root) {
 }
 
 bool parse(std::string_view s, rj::Document& d, std::string& err) {
-    d.Parse<rj::kParseIterativeFlag | rj::kParseStopWhenDoneFlag>(s.data(), s.size());
+    d.Parse<rj::kParseIterativeFlag>(s.data(), s.size());
     if (d.HasParseError()) {
         err = std::string("not JSON: ") + rj::GetParseError_En(d.GetParseError());
         return false;
-    }
-    // Anything but whitespace after the document is not one JSON document.
-    for (std::size_t i = d.GetErrorOffset(); i < s.size(); ++i) {
-        char c = s[i];
-        if (c != ' ' && c != '\t' && c != '\r' && c != '\n') {
-            err = "trailing bytes after the JSON document";
-            return false;
-        }
     }
     if (!d.IsObject()) {
         err = "not a JSON object";
