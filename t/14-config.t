@@ -131,7 +131,7 @@ fails_with('env: with an invalid name is not echoed',
 
 fails_with('provider without type',
            conf_with("$P notype location=/_llm/notype;\n"),
-           "$P notype", 'llm_gateway_provider "notype" needs type=openai');
+           "$P notype", 'llm_gateway_provider "notype" needs type=openai, type=anthropic or type=gemini');
 
 fails_with('unknown provider type',
            conf_with("$P weird type=foo location=/_llm/weird;\n"),
