@@ -24,7 +24,7 @@ ngx_command_t commands[] = {
      0, nullptr},
     {ngx_string("llm_gateway_user"), NGX_HTTP_MAIN_CONF | NGX_CONF_2MORE, set_user, NGX_HTTP_MAIN_CONF_OFFSET, 0,
      nullptr},
-    {ngx_string("llm_gateway_alias"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE2, set_alias, NGX_HTTP_MAIN_CONF_OFFSET,
+    {ngx_string("llm_gateway_alias"), NGX_HTTP_MAIN_CONF | NGX_CONF_2MORE, set_alias, NGX_HTTP_MAIN_CONF_OFFSET,
      0, nullptr},
     {ngx_string("llm_gateway_zone"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, set_zone, NGX_HTTP_MAIN_CONF_OFFSET, 0,
      nullptr},

@@ -49,22 +49,22 @@ TEST(GatewayConfig, AliasValidation) {
     {
         GatewayConfig c;
         c.add_provider(prov("openai"));
-        c.add_alias({"fast", "nope/gpt-4o-mini", "x.conf:7"});
+        c.add_alias({"fast", "nope/gpt-4o-mini", "x.conf:7", {}});
         EXPECT_EQ(c.finalize(), "alias \"fast\" names unknown provider \"nope\" in x.conf:7");
     }
     {
         GatewayConfig c;
         c.add_provider(prov("openai"));
-        c.add_alias({"fast", "openai/gpt-4o-mini", "x.conf:7"});
-        c.add_alias({"quick", "fast", "x.conf:8"});
+        c.add_alias({"fast", "openai/gpt-4o-mini", "x.conf:7", {}});
+        c.add_alias({"quick", "fast", "x.conf:8", {}});
         EXPECT_EQ(c.finalize(),
                   "alias \"quick\" points to another alias \"fast\"; aliases must name <provider>/<model> in x.conf:8");
     }
     {
         GatewayConfig c;
         c.add_provider(prov("openai"));
-        EXPECT_EQ(c.add_alias({"fast", "openai/a", "x:1"}), "");
-        EXPECT_EQ(c.add_alias({"fast", "openai/b", "x:2"}), "duplicate alias \"fast\"");
+        EXPECT_EQ(c.add_alias({"fast", "openai/a", "x:1", {}}), "");
+        EXPECT_EQ(c.add_alias({"fast", "openai/b", "x:2", {}}), "duplicate alias \"fast\"");
         EXPECT_EQ(c.finalize(), "");
     }
 }
@@ -73,7 +73,7 @@ TEST(GatewayConfig, ResolutionRule) {
     GatewayConfig c;
     c.add_provider(prov("openai", {"gpt-4o-mini", "text-embedding-3-small"}));
     c.add_provider(prov("local", {"llama3"}, true));
-    c.add_alias({"fast", "openai/gpt-4o-mini", "x:1"});
+    c.add_alias({"fast", "openai/gpt-4o-mini", "x:1", {}});
     ASSERT_EQ(c.finalize(), "");
     Resolution r;
     std::string err;

@@ -134,22 +134,26 @@ std::string GatewayConfig::finalize() {
     if (!default_provider_ && providers_.size() == 1) default_provider_ = &providers_[0];
 
     for (const auto& a : aliases_) {
-        auto slash = a.target.find('/');
-        if (slash == std::string::npos || slash == 0 || slash + 1 == a.target.size()) {
-            if (alias_index_.count(a.target)) {
-                return "alias " + quoted(a.name) + " points to another alias " + quoted(a.target) +
+        std::vector<const std::string*> all{&a.target};
+        for (const auto& f : a.fallbacks) all.push_back(&f);
+        for (std::size_t i = 0; i < all.size(); ++i) {
+            const std::string& t = *all[i];
+            auto slash = t.find('/');
+            if (alias_index_.count(t)) {
+                return "alias " + quoted(a.name) + " points to another alias " + quoted(t) +
                        "; aliases must name <provider>/<model> in " + a.where;
             }
-            return "alias " + quoted(a.name) + " target " + quoted(a.target) +
-                   " is not of the form <provider>/<model> in " + a.where;
-        }
-        if (alias_index_.count(a.target)) {
-            return "alias " + quoted(a.name) + " points to another alias " + quoted(a.target) +
-                   "; aliases must name <provider>/<model> in " + a.where;
-        }
-        std::string_view prov = std::string_view(a.target).substr(0, slash);
-        if (!find_provider(prov)) {
-            return "alias " + quoted(a.name) + " names unknown provider " + quoted(prov) + " in " + a.where;
+            if (slash == std::string::npos || slash == 0 || slash + 1 == t.size()) {
+                return "alias " + quoted(a.name) + " target " + quoted(t) +
+                       " is not of the form <provider>/<model> in " + a.where;
+            }
+            std::string_view prov = std::string_view(t).substr(0, slash);
+            if (!find_provider(prov)) {
+                return "alias " + quoted(a.name) + " names unknown provider " + quoted(prov) + " in " + a.where;
+            }
+            for (std::size_t j = 0; j < i; ++j) {
+                if (*all[j] == t) return "alias " + quoted(a.name) + " names " + quoted(t) + " twice in " + a.where;
+            }
         }
     }
     for (const auto& pr : price_refs_) {
@@ -172,14 +176,29 @@ std::string GatewayConfig::finalize() {
 }
 
 void GatewayConfig::add_price_ref(std::string canonical, std::string where) {
-    price_refs_.push_back(AliasConf{"", std::move(canonical), std::move(where)});
+    price_refs_.push_back(AliasConf{"", std::move(canonical), std::move(where), {}});
 }
 
 bool GatewayConfig::resolve_model(std::string_view requested, Resolution& out, std::string& err) const {
-    std::string_view model = requested;
+    out.targets.clear();
     auto ai = alias_index_.find(std::string(requested));
-    if (ai != alias_index_.end()) model = aliases_[ai->second].target;
+    if (ai != alias_index_.end()) {
+        const AliasConf& a = aliases_[ai->second];
+        if (!resolve_one(a.target, requested, out, err)) return false;
+        out.targets.push_back(out);
+        for (const auto& f : a.fallbacks) {
+            Target t;
+            if (resolve_one(f, requested, t, err)) out.targets.push_back(std::move(t));
+        }
+        return true;
+    }
+    if (!resolve_one(requested, requested, out, err)) return false;
+    out.targets.push_back(out);
+    return true;
+}
 
+bool GatewayConfig::resolve_one(std::string_view model, std::string_view requested, Target& out,
+                                std::string& err) const {
     auto slash = model.find('/');
     if (slash != std::string_view::npos && slash > 0 && slash + 1 < model.size()) {
         if (const ProviderConf* p = find_provider(model.substr(0, slash))) {

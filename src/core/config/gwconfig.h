@@ -47,12 +47,19 @@ struct AliasConf {
     std::string name;
     std::string target;           // "<provider>/<model>"
     std::string where;
+    std::vector<std::string> fallbacks;   // more "<provider>/<model>" targets, tried in order (failover)
 };
 
-struct Resolution {
+// One place a model can be served: a provider and its own model id.
+struct Target {
     const ProviderConf* provider = nullptr;
     std::string upstream_model;   // the provider's own model id
     std::string canonical;        // "<provider>/<model>"
+};
+
+struct Resolution : Target {
+    // Every target in failover order; the first is the Target part itself.
+    std::vector<Target> targets;
 };
 
 // Users and groups as one immutable snapshot: the inline ones plus, when a
@@ -95,7 +102,8 @@ public:
     // Returns "" or a sentence naming the offending directive's file:line.
     std::string finalize();
 
-    // Resolution rule (docs/models.md): an alias is rewritten to its target;
+    // Resolution rule (docs/models.md): an alias is rewritten to its target
+    // (an alias with fallbacks gives them as further targets, in order);
     // "<provider>/<model>" with a configured provider name goes there; a bare
     // id goes to the first provider listing it in models=; otherwise to the
     // default provider (the one marked default, or the only provider).
@@ -109,6 +117,9 @@ public:
     static bool valid_provider_name(std::string_view name);
 
 private:
+    // The rules after the alias step, for one name.
+    bool resolve_one(std::string_view model, std::string_view requested, Target& out, std::string& err) const;
+
     std::vector<ProviderConf> providers_;
     std::vector<AliasConf> aliases_;
     std::vector<AliasConf> price_refs_;   // name unused; target = canonical id

@@ -152,6 +152,7 @@ char* alias(ngx_conf_t* cf, GatewayState* st) {
     AliasConf a;
     a.name = std::string(arg(cf, 1));
     a.target = std::string(arg(cf, 2));
+    for (ngx_uint_t i = 3; i < cf->args->nelts; ++i) a.fallbacks.emplace_back(arg(cf, i));
     a.where = where(cf);
     std::string err = st->config.add_alias(std::move(a));
     return err.empty() ? NGX_CONF_OK : conf_error(cf, err);
