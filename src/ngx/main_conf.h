@@ -7,6 +7,8 @@
 
 #include "core/config/gwconfig.h"
 #include "core/metering/pricing.h"
+#include "core/routing/breaker.h"
+#include "core/routing/retry.h"
 #include "ngx/ngx_incl.h"
 #include "ngx/store/settings.h"
 
@@ -34,6 +36,12 @@ struct MainConf {
     ngx_flag_t allow_unpriced;        // llm_gateway_allow_unpriced
     ngx_msec_t users_file_interval;
     ngx_int_t max_tokens_per_request; // llm_gateway_max_tokens_per_request
+    ngx_int_t retries;                // llm_gateway_retries: same-target retries of a failed call
+    ngx_msec_t backoff_base;          // llm_gateway_retry_backoff
+    ngx_msec_t backoff_max;
+    ngx_int_t breaker_failures;       // llm_gateway_breaker failures= (0: off)
+    ngx_msec_t breaker_open;          // llm_gateway_breaker open=
+    ngx_shm_zone_t* health_zone;      // the breakers' slots (ngx/call/health.h)
 };
 
 MainConf* main_conf(ngx_http_request_t* r);

@@ -1,5 +1,6 @@
 // The module definition: directive table, module context, configuration
 // create/merge and postconfiguration. Handlers live in their own files.
+#include "ngx/call/health.h"
 #include "ngx/module.h"
 #include "ngx/worker.h"
 
@@ -16,6 +17,8 @@ void exit_process(ngx_cycle_t* cycle);
 
 // llm_gateway_max_tokens_per_request: at least 1.
 ngx_conf_num_bounds_t kMaxTokensBounds = {ngx_conf_check_num_bounds, 1, -1};
+// llm_gateway_retries: 0..10.
+ngx_conf_num_bounds_t kRetriesBounds = {ngx_conf_check_num_bounds, 0, 10};
 
 ngx_command_t commands[] = {
     {ngx_string("llm_gateway_provider"), NGX_HTTP_MAIN_CONF | NGX_CONF_2MORE, set_provider,
@@ -34,6 +37,12 @@ ngx_command_t commands[] = {
      NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, allow_unpriced), nullptr},
     {ngx_string("llm_gateway_max_tokens_per_request"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_num_slot,
      NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, max_tokens_per_request), &kMaxTokensBounds},
+    {ngx_string("llm_gateway_retries"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_num_slot,
+     NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, retries), &kRetriesBounds},
+    {ngx_string("llm_gateway_retry_backoff"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE2, set_retry_backoff,
+     NGX_HTTP_MAIN_CONF_OFFSET, 0, nullptr},
+    {ngx_string("llm_gateway_breaker"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE12, set_breaker, NGX_HTTP_MAIN_CONF_OFFSET,
+     0, nullptr},
     {ngx_string("llm_gateway_users_file"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE12, set_users_file,
      NGX_HTTP_MAIN_CONF_OFFSET, 0, nullptr},
     {ngx_string("llm_gateway_store"), NGX_HTTP_MAIN_CONF | NGX_CONF_1MORE, set_store, NGX_HTTP_MAIN_CONF_OFFSET, 0,
@@ -79,6 +88,11 @@ void* create_main_conf(ngx_conf_t* cf) {
     mcf->allow_unpriced = NGX_CONF_UNSET;
     mcf->users_file_interval = NGX_CONF_UNSET_MSEC;
     mcf->max_tokens_per_request = NGX_CONF_UNSET;
+    mcf->retries = NGX_CONF_UNSET;
+    mcf->backoff_base = NGX_CONF_UNSET_MSEC;
+    mcf->backoff_max = NGX_CONF_UNSET_MSEC;
+    mcf->breaker_failures = NGX_CONF_UNSET;
+    mcf->breaker_open = NGX_CONF_UNSET_MSEC;
     return mcf;
 }
 
@@ -110,6 +124,15 @@ char* init_main_conf(ngx_conf_t* cf, void* conf) {
     ngx_conf_init_value(mcf->allow_unpriced, 0);
     ngx_conf_init_msec_value(mcf->users_file_interval, 5000);
     ngx_conf_init_value(mcf->max_tokens_per_request, kDefaultMaxTokensPerRequest);
+    ngx_conf_init_value(mcf->retries, 1);
+    ngx_conf_init_msec_value(mcf->backoff_base, 250);
+    ngx_conf_init_msec_value(mcf->backoff_max, 2000);
+    ngx_conf_init_value(mcf->breaker_failures, 5);
+    ngx_conf_init_msec_value(mcf->breaker_open, 30000);
+    if (!mcf->state->config.providers().empty()) {
+        mcf->health_zone = add_health_zone(cf, mcf->state->config.providers().size());
+        if (mcf->health_zone == nullptr) return static_cast<char*>(NGX_CONF_ERROR);
+    }
     if (mcf->zone == nullptr) {
         ngx_str_t name = ngx_string("llm_gateway");
         mcf->zone = add_shm_zone(cf, &name, 10 * 1024 * 1024);

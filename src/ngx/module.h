@@ -49,6 +49,13 @@ struct RequestCtx {
     // answer the client gets (tokens and cost are taken from it).
     std::vector<std::unique_ptr<Call, CallDeleter>> calls;
     Call* chosen = nullptr;
+    // Failover and retries (relay.cpp): the target being tried, the retries
+    // made on it, the failed call a wait follows, the wait's timer.
+    std::size_t target_index = 0;
+    unsigned same_target_retries = 0;
+    const ProviderConf* avoid = nullptr;   // asked for a Retry-After over 30 s: not tried again
+    Call* last_failed = nullptr;
+    ngx_event_t retry_timer{};
     bool head_sent = false;           // the client's head of a streamed answer went out
     const Price* price = nullptr;     // null: unpriced (billed as zero)
     bool is_admin_traffic = false;
@@ -116,8 +123,11 @@ ngx_int_t init_filters(ngx_conf_t* cf);
 // Starts the request's provider call; NGX_DONE (the request is answered
 // when the call ends) or an HTTP status.
 ngx_int_t start_provider_call(ngx_http_request_t* r, RequestCtx* ctx);
-// The codec a route speaks (one switch; later a column of the route table).
+// The API a route speaks (its route table row's codec column).
 CodecKind codec_for(const RequestCtx& ctx);
+// Whether the call failed in a way the breaker and the failure counters
+// count: no answer, a 429, a 5xx, an invalid or cut answer (accounting.cpp).
+bool call_failed(const Call& c);
 
 // admission.cpp
 std::vector<Scope> request_scopes(const RequestCtx& ctx);
@@ -157,5 +167,7 @@ char* set_users_file(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
 char* set_store(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
 char* set_replica(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
 char* set_instance(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
+char* set_retry_backoff(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
+char* set_breaker(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
 
 }  // namespace llmgw

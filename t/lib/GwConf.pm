@@ -65,6 +65,10 @@ sub provider_directive {
 #   server    => more server-level directives
 #   api_loc   => the gateway location's path (default /v1/)
 #   api_extra => more directives inside the gateway location
+#   retries   => llm_gateway_retries (default 0 here, so error relays are
+#                tested one call at a time; undef: the module's default)
+#   breaker   => llm_gateway_breaker arguments (default "off" here; undef:
+#                the module's default)
 sub gateway {
     my (%o) = @_;
     my @providers = @{ $o{providers} || [ { name => 'mock', key => 'sk-provider-secret',
@@ -74,6 +78,7 @@ sub gateway {
     my $text = '';
     $text .= provider_upstream(%$_) for @providers;
     $text .= provider_directive(%$_) for @providers;
+    $text .= routing_directives(%o);
     $text .= $o{http} // '';
     $text .= "\n" unless $text =~ /\n\z/;
     $text .= "server {\n    listen 127.0.0.1:%%PORT%%;\n";
@@ -84,6 +89,18 @@ sub gateway {
     $text .= provider_location(%$_) for @providers;
     $text .= "}\n";
     return $text;
+}
+
+# llm_gateway_retries / llm_gateway_breaker lines for a test config: the
+# tests not about failover see one call per request and no breaker.
+sub routing_directives {
+    my (%o) = @_;
+    my $retries = exists $o{retries} ? $o{retries} : 0;
+    my $breaker = exists $o{breaker} ? $o{breaker} : 'off';
+    my $t = '';
+    $t .= "llm_gateway_retries $retries;\n" if defined $retries;
+    $t .= "llm_gateway_breaker $breaker;\n" if defined $breaker;
+    return $t;
 }
 
 # A chat body (a hashref, sent as JSON by Gw::http).

@@ -14,6 +14,7 @@ use POSIX ();
 use Time::HiRes ();
 use Test::More ();
 use Gw;
+use GwConf ();
 
 our $ADMIN_KEY = 'sk-root-admin-0001';
 
@@ -30,6 +31,7 @@ sub conf {
     $http .= "\n" if length $http && $http !~ /\n\z/;
     my $server = $o{server} // '';
     my $root = ($o{root} // 1) ? "llm_gateway_user root key=$ADMIN_KEY admin;\n" : '';
+    $root .= GwConf::routing_directives(%o);
     return <<"CONF";
 upstream mock_up {
     server 127.0.0.1:%%MOCK%%;

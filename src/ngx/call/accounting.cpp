@@ -47,16 +47,6 @@ void add_provider_deltas(std::vector<ScopeDelta>& out, const std::string& prov, 
 
 namespace {
 
-// A failure is a 429, a 5xx, an invalid answer or no answer at all.
-bool call_failed(const Call& c) {
-    if (!c.answered()) return true;
-    switch (c.outcome().end) {
-    case EndState::UpstreamError: return c.upstream_status >= 500 || c.upstream_status == 429;
-    case EndState::Invalid: return true;
-    default: return false;
-    }
-}
-
 // Whether the call produced an answer the client is billed for: a 2xx that
 // began (complete or not), or a call the client left while it was running.
 bool call_served(const Call& c, bool cancelled) {
@@ -74,7 +64,14 @@ bool call_served(const Call& c, bool cancelled) {
 }
 
 std::string provmodel_of(const RequestCtx& ctx, const Call& c) {
-    return c.provider->name + "/" + ctx.resolved.upstream_model;
+    return c.provider->name + "/" + (c.target ? c.target->upstream_model : ctx.resolved.upstream_model);
+}
+
+// The price of the model that answered: the admitted one's, or, after a
+// failover to another model, that model's own.
+const Price* price_of(MainConf* mcf, const RequestCtx& ctx, const Call& c) {
+    if (c.target == nullptr || c.target->canonical == ctx.resolved.canonical) return ctx.price;
+    return mcf->state->prices.find(c.provider->name, provider_type_name(c.provider->type), c.target->upstream_model);
 }
 
 void apply(CounterStore* store, const std::vector<ScopeDelta>& deltas, std::time_t now) {
@@ -86,6 +83,16 @@ void apply(CounterStore* store, const std::vector<ScopeDelta>& deltas, std::time
 }
 
 }  // namespace
+
+// A failure is a 429, a 5xx, an invalid answer or no answer at all.
+bool call_failed(const Call& c) {
+    if (!c.answered()) return true;
+    switch (c.outcome().end) {
+    case EndState::UpstreamError: return c.upstream_status >= 500 || c.upstream_status == 429;
+    case EndState::Invalid: return true;
+    default: return false;
+    }
+}
 
 void account_call(ngx_log_t*, MainConf* mcf, RequestCtx* ctx, Call& call) {
     if (call.accounted || ctx->user == nullptr) return;
@@ -117,7 +124,7 @@ void account_request(ngx_log_t* log, MainConf* mcf, RequestCtx* ctx, bool cancel
     const std::string provmodel = provmodel_of(*ctx, *call);
     if (call_served(*call, cancelled)) {
         in.scopes = scopes;
-        in.model = ctx->resolved.canonical;
+        in.model = call->target ? call->target->canonical : ctx->resolved.canonical;
         in.model_overflow = overflow;
         in.usage = call->outcome().usage;
         if (in.usage.present && !usage_plausible(in.usage, mcf->max_tokens_per_request)) {
@@ -133,12 +140,13 @@ void account_request(ngx_log_t* log, MainConf* mcf, RequestCtx* ctx, bool cancel
             in.usage.prompt_tokens = static_cast<std::int64_t>(ctx->body.size() / 4);
             in.usage.completion_tokens = 0;
         }
-        in.cost_micros = ctx->price ? cost_micros(*ctx->price, in.usage.prompt_tokens, in.usage.completion_tokens) : 0;
+        const Price* price = price_of(mcf, *ctx, *call);
+        in.cost_micros = price ? cost_micros(*price, in.usage.prompt_tokens, in.usage.completion_tokens) : 0;
         deltas = accounting_deltas(in);
         ngx_log_error(NGX_LOG_INFO, log, 0,
                       "llm_gateway: usage user=\"%s\" model=\"%s\" prompt_tokens=%L completion_tokens=%L "
                       "cost_micro_usd=%L%s%s",
-                      log_value(ctx->user->name).c_str(), log_value(ctx->resolved.canonical).c_str(),
+                      log_value(ctx->user->name).c_str(), log_value(in.model).c_str(),
                       static_cast<long long>(in.usage.prompt_tokens), static_cast<long long>(in.usage.completion_tokens),
                       static_cast<long long>(in.cost_micros), in.estimated ? " (estimated)" : "",
                       cancelled ? " (client cancelled)" : "");

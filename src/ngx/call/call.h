@@ -61,6 +61,10 @@ public:
     ngx_int_t sr_rc = 0;
     std::string retry_after;       // the upstream's Retry-After on an error status
     bool accounted = false;        // provider attempt/failure counted
+    const Target* target = nullptr;     // where this call went (one of the request's failover targets)
+    std::size_t provider_index = 0;     // the provider's position in the configuration (its breaker)
+    bool probe = false;                 // the half-open breaker's probe
+    bool health_recorded = false;       // the breaker has this call's verdict
     ngx_chain_t* free_bufs = nullptr;   // output buffers of the subrequest, reused
     ngx_chain_t* busy_bufs = nullptr;
 

@@ -1,0 +1,70 @@
+// llm_gateway_retry_backoff and llm_gateway_breaker.
+#include "ngx/conf/conf_util.h"
+#include "ngx/module.h"
+
+namespace llmgw {
+namespace {
+
+// A time ("250ms", "2s"); false when it is not one.
+bool parse_ms(std::string_view v, ngx_msec_t& out) {
+    ngx_str_t s{v.size(), reinterpret_cast<u_char*>(const_cast<char*>(v.data()))};
+    ngx_int_t ms = ngx_parse_time(&s, 0);
+    if (ms == NGX_ERROR) return false;
+    out = static_cast<ngx_msec_t>(ms);
+    return true;
+}
+
+char* retry_backoff(ngx_conf_t* cf, MainConf* mcf) {
+    if (mcf->backoff_base != NGX_CONF_UNSET_MSEC) return const_cast<char*>("is duplicate");
+    ngx_msec_t base = 0, max = 0;
+    if (!parse_ms(conf_arg(cf, 1), base) || !parse_ms(conf_arg(cf, 2), max)) {
+        return conf_error(cf, "llm_gateway_retry_backoff takes two times, the base and the maximum (e.g. 250ms 2s)");
+    }
+    if (base < 1 || max < base || max > 60000) {
+        return conf_error(cf, "llm_gateway_retry_backoff needs 1ms <= base <= max <= 60s");
+    }
+    mcf->backoff_base = base;
+    mcf->backoff_max = max;
+    return NGX_CONF_OK;
+}
+
+char* breaker(ngx_conf_t* cf, MainConf* mcf) {
+    if (mcf->breaker_failures != NGX_CONF_UNSET) return const_cast<char*>("is duplicate");
+    if (cf->args->nelts == 2 && conf_arg(cf, 1) == "off") {
+        mcf->breaker_failures = 0;
+        return NGX_CONF_OK;
+    }
+    ngx_int_t failures = 5;
+    ngx_msec_t open = 30000;
+    for (ngx_uint_t i = 1; i < cf->args->nelts; ++i) {
+        std::string_view a = conf_arg(cf, i);
+        if (a.rfind("failures=", 0) == 0) {
+            std::string_view v = a.substr(9);
+            ngx_int_t n = ngx_atoi(reinterpret_cast<u_char*>(const_cast<char*>(v.data())), v.size());
+            if (n < 1 || n > 1000) return conf_error(cf, "llm_gateway_breaker failures= must be a number from 1 to 1000");
+            failures = n;
+        } else if (a.rfind("open=", 0) == 0) {
+            if (!parse_ms(a.substr(5), open) || open < 1000 || open > 3600000) {
+                return conf_error(cf, "llm_gateway_breaker open= must be a time from 1s to 1h");
+            }
+        } else {
+            return conf_error(cf, "invalid parameter \"" + std::string(a.substr(0, a.find('='))) +
+                                      "\" of llm_gateway_breaker: use failures=N open=time, or off");
+        }
+    }
+    mcf->breaker_failures = failures;
+    mcf->breaker_open = open;
+    return NGX_CONF_OK;
+}
+
+}  // namespace
+
+char* set_retry_backoff(ngx_conf_t* cf, ngx_command_t*, void* conf) {
+    return guarded_setter(cf, retry_backoff, static_cast<MainConf*>(conf));
+}
+
+char* set_breaker(ngx_conf_t* cf, ngx_command_t*, void* conf) {
+    return guarded_setter(cf, breaker, static_cast<MainConf*>(conf));
+}
+
+}  // namespace llmgw
