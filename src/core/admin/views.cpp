@@ -94,12 +94,26 @@ std::string render_overview(const OverviewInput& in) {
     if (!in.instance.empty()) w.field("instance", in.instance);
     w.key("providers").begin_array();
     if (in.config != nullptr) {
+        std::size_t i = 0;
         for (const auto& p : in.config->providers()) {
             w.begin_object().field("name", p.name).field("type", provider_type_name(p.type));
             w.field("location", p.location).field("key", p.key.empty() ? std::string("none") : p.key_ref);
             w.key("models").begin_array();
             for (const auto& m : p.models) w.str(m);
-            w.end_array().field("default", p.is_default).end_object();
+            w.end_array().field("default", p.is_default);
+            if (i < in.health.size() && in.health[i].known) {
+                const ProviderHealth& h = in.health[i];
+                w.key("health").begin_object().field("state", h.state);
+                w.field("consecutiveFailures", h.consecutive_failures).key("retryAt");
+                if (h.retry_at_ms > 0) {
+                    w.time(h.retry_at_ms / 1000);
+                } else {
+                    w.null();
+                }
+                w.end_object();
+            }
+            w.end_object();
+            ++i;
         }
     }
     w.end_array().key("groups").begin_array();

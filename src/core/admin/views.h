@@ -31,9 +31,18 @@ struct OverviewStore {
     std::uint64_t telemetry_dropped = 0;
 };
 
+// A provider's health breaker, as the overview shows it.
+struct ProviderHealth {
+    bool known = false;                 // false: not shown
+    const char* state = "closed";       // closed, open, half_open
+    std::int64_t consecutive_failures = 0;
+    std::int64_t retry_at_ms = 0;       // open: when the next call may probe (0: none)
+};
+
 struct OverviewInput {
     std::string replica, instance;             // instance "" = not shown
     const GatewayConfig* config = nullptr;     // providers
+    std::vector<ProviderHealth> health;        // by provider index (may be shorter)
     const Directory* directory = nullptr;      // groups, user count
     OverviewStore store;
     std::string builtin_price_date;

@@ -4,6 +4,7 @@
 
 #include "core/admin/views.h"
 #include "core/metering/keys.h"
+#include "ngx/call/health.h"
 #include "ngx/module.h"
 #include "ngx/worker.h"
 
@@ -80,6 +81,17 @@ ngx_int_t overview(ngx_http_request_t* r, RequestCtx* ctx) {
     in.replica = st.replica;
     in.instance = st.instance;
     in.config = &st.config;
+    for (std::size_t i = 0; i < st.config.providers().size(); ++i) {
+        BreakerSlot slot{};
+        ProviderHealth h;
+        if (health_read(mcf, i, slot)) {
+            h.known = true;
+            h.state = breaker_state_name(slot.state);
+            h.consecutive_failures = slot.consecutive_failures;
+            if (slot.state == BreakerState::Open) h.retry_at_ms = slot.open_until_ms;
+        }
+        in.health.push_back(h);
+    }
     in.directory = ctx->directory.get();
     if (st.store) {
         OverviewStore& s = in.store;
