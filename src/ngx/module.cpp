@@ -1,6 +1,7 @@
 // The module definition: directive table, module context, configuration
 // create/merge and postconfiguration. Handlers live in their own files.
 #include "ngx/call/health.h"
+#include "ngx/discovery/model_cache.h"
 #include "ngx/module.h"
 #include "ngx/worker.h"
 
@@ -132,6 +133,12 @@ char* init_main_conf(ngx_conf_t* cf, void* conf) {
     if (!mcf->state->config.providers().empty()) {
         mcf->health_zone = add_health_zone(cf, mcf->state->config.providers().size());
         if (mcf->health_zone == nullptr) return static_cast<char*>(NGX_CONF_ERROR);
+        std::size_t discovering = 0;
+        for (const auto& p : mcf->state->config.providers()) discovering += p.discover_ms > 0 ? 1 : 0;
+        if (discovering > 0) {
+            mcf->models_zone = add_model_cache_zone(cf, mcf->state->config.providers().size(), discovering);
+            if (mcf->models_zone == nullptr) return static_cast<char*>(NGX_CONF_ERROR);
+        }
     }
     if (mcf->zone == nullptr) {
         ngx_str_t name = ngx_string("llm_gateway");

@@ -10,6 +10,7 @@
 #include "core/metering/pricing.h"
 #include "core/codec/codec_kind.h"
 #include "core/codec/openai.h"
+#include "core/discovery/model_list.h"
 #include "core/log/log_escape.h"
 #include "ngx/ngx_incl.h"
 #include "ngx/main_conf.h"
@@ -27,6 +28,16 @@ struct CallDeleter {
 };
 
 struct RouteRow;   // ngx/http/routes.h
+
+// One provider's model list being refreshed by a GET /v1/models
+// (ngx/discovery/models.cpp): its page walk and the call of the current page.
+struct DiscoveryRun {
+    std::size_t provider;
+    ModelWalk walk;
+    Call* call = nullptr;
+    bool failed = false;
+    std::string why;   // failed: a scrubbed reason for the log
+};
 
 // Per-request state. Placement-new'd into pool cleanup storage (its
 // destructor is the cleanup), so it is found again after an internal
@@ -56,6 +67,7 @@ struct RequestCtx {
     const ProviderConf* avoid = nullptr;   // asked for a Retry-After over 30 s: not tried again
     Call* last_failed = nullptr;
     ngx_event_t retry_timer{};
+    std::vector<DiscoveryRun> discovery;   // GET /v1/models refreshing model lists
     bool head_sent = false;           // the client's head of a streamed answer went out
     const Price* price = nullptr;     // null: unpriced (billed as zero)
     bool is_admin_traffic = false;

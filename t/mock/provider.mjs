@@ -115,6 +115,7 @@ function matches(entry, rec) {
   if (!m) return true;
   if (m.method !== undefined && m.method.toUpperCase() !== rec.method) return false;
   if (m.path !== undefined && m.path !== rec.path) return false;
+  if (m.query !== undefined && m.query !== rec.query) return false;
   if (m.model !== undefined && m.model !== modelOf(rec)) return false;
   if (m.headers) {
     for (const [k, v] of Object.entries(m.headers)) {

@@ -1,5 +1,7 @@
 #include "core/admin/views.h"
 
+#include <unordered_set>
+
 #include "core/json/writer.h"
 #include "core/metering/keys.h"
 
@@ -48,14 +50,29 @@ void usage_entry(JsonWriter& w, const char* kind, const std::string& id, const s
 
 }  // namespace
 
-std::string render_models(const GatewayConfig& cfg) {
+std::string render_models(const GatewayConfig& cfg, const std::vector<std::vector<std::string>>& discovered) {
     JsonWriter w;
+    std::unordered_set<std::string> listed;
+    auto entry = [&](const std::string& id, std::string_view owner) {
+        if (listed.insert(id).second) model_entry(w, id, owner);
+    };
     w.begin_object().field("object", "list").key("data").begin_array();
     for (const auto& p : cfg.providers()) {
-        for (const auto& m : p.models) model_entry(w, p.name + "/" + m, p.name);
+        for (const auto& m : p.models) entry(p.name + "/" + m, p.name);
     }
     for (const auto& a : cfg.aliases()) {
-        model_entry(w, a.name, std::string_view(a.target).substr(0, a.target.find('/')));
+        entry(a.name, std::string_view(a.target).substr(0, a.target.find('/')));
+    }
+    const auto& providers = cfg.providers();
+    for (std::size_t i = 0; i < discovered.size() && i < providers.size(); ++i) {
+        for (const std::string& id : discovered[i]) {
+            const std::size_t slash = id.find('/');
+            if (slash != std::string::npos && slash > 0) {
+                entry(id, std::string_view(id).substr(0, slash));   // already <owner>/<id>
+            } else {
+                entry(providers[i].name + "/" + id, providers[i].name);
+            }
+        }
     }
     w.end_array().end_object();
     return w.take();

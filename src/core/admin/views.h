@@ -12,8 +12,12 @@
 namespace llmgw {
 
 // {"object":"list","data":[...]}: every provider's models as provider/model,
-// then every alias, owned by its target's provider.
-std::string render_models(const GatewayConfig& cfg);
+// then every alias, owned by its target's provider, then each provider's
+// discovered ids (discovered[i] for provider i, may be shorter): as
+// provider/id, except an id that carries an owner prefix ("meta-llama/x"),
+// shown only as it is, owned by that owner. No id is listed twice.
+std::string render_models(const GatewayConfig& cfg,
+                          const std::vector<std::vector<std::string>>& discovered = {});
 
 // values: kUsageSlots values (core/metering/keys.h order) per user, per
 // group, then for the total, as read from the keys of append_usage_keys.

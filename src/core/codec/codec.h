@@ -156,6 +156,10 @@ private:
 std::unique_ptr<Codec> make_codec(CodecKind kind, const CodecOptions& opt);
 bool codec_serves(CodecKind kind, ProviderType provider);
 
+// The codec of one model list page (discovery): GET path below the
+// provider's location with its credential; the body is kept whole.
+std::unique_ptr<Codec> make_model_list_codec(ProviderType type, std::string path);
+
 const char* codec_kind_name(CodecKind kind);
 
 // Usage in any known response shape: OpenAI usage.prompt_tokens /

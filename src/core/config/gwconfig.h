@@ -3,6 +3,7 @@
 // resolution and key -> user). No nginx: the shell feeds it directive by
 // directive and reports errors with the directive's file and line.
 #pragma once
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -23,6 +24,7 @@ struct ProviderConf {
     std::string key_ref;          // how it was given (env:X, file:/p, literal)
     std::vector<std::string> models;
     bool is_default = false;
+    std::int64_t discover_ms = 0; // discover=: refresh interval of its model list (0: no discovery)
     std::string where;            // "file:line" of the directive
 };
 

@@ -87,6 +87,14 @@ char* provider(ngx_conf_t* cf, GatewayState* st) {
             p.models = split_list(prm.value);
         } else if (prm.name == "default" && !prm.has_eq) {
             p.is_default = true;
+        } else if (prm.name == "discover" && prm.has_eq) {
+            ngx_str_t v{prm.value.size(), reinterpret_cast<u_char*>(const_cast<char*>(prm.value.data()))};
+            ngx_int_t ms = ngx_parse_time(&v, 0);
+            if (ms == NGX_ERROR || ms < 10000) {
+                return conf_error(cf, "discover= of llm_gateway_provider \"" + p.name +
+                                          "\" must be a time of at least 10s (e.g. discover=10m)");
+            }
+            p.discover_ms = ms;
         } else {
             return conf_error(cf, "invalid parameter \"" + param_name(arg(cf, i)) + "\" of llm_gateway_provider");
         }

@@ -1,5 +1,4 @@
 // CONTENT phase: run the handler of an admitted request's route.
-#include "core/admin/views.h"
 #include "ngx/http/routes.h"
 #include "ngx/module.h"
 
@@ -27,10 +26,6 @@ ngx_int_t content(ngx_http_request_t* r) {
 }
 
 }  // namespace
-
-ngx_int_t models_handler(ngx_http_request_t* r, RequestCtx*) {
-    return send_json(r, NGX_HTTP_OK, render_models(main_conf(r)->state->config));
-}
 
 ngx_int_t content_handler(ngx_http_request_t* r) {
     try {

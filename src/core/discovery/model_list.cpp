@@ -1,0 +1,163 @@
+#include "core/discovery/model_list.h"
+
+#include <exception>
+
+#include <rapidjson/document.h>
+
+#include "core/json/envelope.h"
+
+namespace llmgw {
+namespace {
+
+namespace rj = rapidjson;
+
+std::string pct(std::string_view s) {
+    static const char hex[] = "0123456789ABCDEF";
+    std::string out;
+    for (unsigned char c : s) {
+        const bool unreserved = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                                c == '-' || c == '.' || c == '_' || c == '~';
+        if (unreserved) {
+            out += static_cast<char>(c);
+        } else {
+            out += '%';
+            out += hex[c >> 4];
+            out += hex[c & 15];
+        }
+    }
+    return out;
+}
+
+bool usable_id(std::string_view id) {
+    if (id.empty() || id.size() > kDiscoveryMaxIdBytes || !is_valid_utf8(id)) return false;
+    for (unsigned char c : id) {
+        if (c < 0x20 || c == 0x7f) return false;
+    }
+    return true;
+}
+
+const rj::Value* get(const rj::Value& o, const char* name) {
+    if (!o.IsObject()) return nullptr;
+    auto it = o.FindMember(name);
+    return it == o.MemberEnd() || it->value.IsNull() ? nullptr : &it->value;
+}
+
+std::string_view sv(const rj::Value& v) { return std::string_view(v.GetString(), v.GetStringLength()); }
+
+}  // namespace
+
+std::string model_list_path(ProviderType type, std::string_view cursor) {
+    switch (type) {
+    case ProviderType::Anthropic:
+        return cursor.empty() ? "/v1/models?limit=1000" : "/v1/models?limit=1000&after_id=" + pct(cursor);
+    case ProviderType::Gemini:
+        return cursor.empty() ? "/v1beta/models?pageSize=1000" : "/v1beta/models?pageSize=1000&pageToken=" + pct(cursor);
+    case ProviderType::OpenAI:
+        break;
+    }
+    return cursor.empty() ? "/models" : "/models?after=" + pct(cursor);
+}
+
+bool parse_model_page(ProviderType type, std::string_view body, ModelPage& out, std::string& err) {
+    try {
+        rj::Document d;
+        d.Parse<rj::kParseIterativeFlag>(body.data(), body.size());
+        if (d.HasParseError() || !d.IsObject()) {
+            err = "the model list is not a JSON object";
+            return false;
+        }
+        const rj::Value* list = get(d, type == ProviderType::Gemini ? "models" : "data");
+        if (list == nullptr && type == ProviderType::Gemini) {   // an empty last page may omit it
+            out.next.clear();
+            return true;
+        }
+        if (list == nullptr || !list->IsArray()) {
+            err = type == ProviderType::Gemini ? "models is not an array" : "data is not an array";
+            return false;
+        }
+        for (auto& m : list->GetArray()) {
+            const rj::Value* id = get(m, type == ProviderType::Gemini ? "name" : "id");
+            if (id == nullptr || !id->IsString()) {
+                ++out.skipped;
+                continue;
+            }
+            std::string_view s = sv(*id);
+            if (type == ProviderType::Gemini && s.rfind("models/", 0) == 0) s.remove_prefix(7);
+            if (!usable_id(s)) {
+                ++out.skipped;
+                continue;
+            }
+            out.ids.emplace_back(s);
+        }
+        out.next.clear();
+        if (type == ProviderType::Gemini) {
+            if (const rj::Value* t = get(d, "nextPageToken")) {
+                if (!t->IsString()) {
+                    err = "nextPageToken is not a string";
+                    return false;
+                }
+                out.next.assign(sv(*t));
+            }
+        } else if (const rj::Value* more = get(d, "has_more")) {
+            if (!more->IsBool()) {
+                err = "has_more is not a boolean";
+                return false;
+            }
+            if (more->GetBool()) {
+                const rj::Value* last = get(d, "last_id");
+                if (last != nullptr && last->IsString()) {
+                    out.next.assign(sv(*last));
+                } else if (!list->Empty()) {
+                    const rj::Value* id = get((*list)[list->Size() - 1], "id");
+                    if (id != nullptr && id->IsString()) out.next.assign(sv(*id));
+                }
+                if (out.next.empty()) {
+                    err = "has_more without a last id";
+                    return false;
+                }
+            }
+        }
+        if (out.next.size() > 4096) {
+            err = "the page cursor is too long";
+            return false;
+        }
+        return true;
+    } catch (const std::exception&) {
+        err = "out of memory reading the model list";
+        return false;
+    }
+}
+
+bool ModelWalk::feed(std::string_view body, std::string& err) {
+    ModelPage page;
+    if (!parse_model_page(type_, body, page, err)) return false;
+    ++pages_;
+    for (std::string& id : page.ids) {
+        if (ids_.size() >= kDiscoveryMaxIds) {
+            truncated_ = true;
+            break;
+        }
+        ids_.push_back(std::move(id));
+    }
+    if (page.next.empty() || truncated_) {
+        done_ = true;
+        return true;
+    }
+    for (const std::string& c : cursors_seen_) {
+        if (c == page.next) {   // the provider sent a cursor again: stop here
+            done_ = true;
+            truncated_ = true;
+            return true;
+        }
+    }
+    if (pages_ >= kDiscoveryMaxPages) {
+        done_ = true;
+        truncated_ = true;
+        return true;
+    }
+    cursors_seen_.push_back(page.next);
+    cursor_ = std::move(page.next);
+    return true;
+}
+
+}  // namespace llmgw

@@ -1,0 +1,124 @@
+// GET /v1/models: the configured models and aliases, then the providers'
+// discovered lists from the shared cache. A request that finds a provider's
+// list stale (and nobody refreshing it) refreshes it: it walks the
+// provider's pages one after another (providers in parallel) with GET
+// subrequests to the provider's location, stores the list, and answers.
+// Other requests answer at once from the last good list; chat requests never
+// wait for any of this.
+#include "core/admin/views.h"
+#include "core/codec/codec.h"
+#include "ngx/call/call.h"
+#include "ngx/discovery/model_cache.h"
+#include "ngx/module.h"
+
+namespace llmgw {
+namespace {
+
+const std::vector<ProviderConf>& providers(ngx_http_request_t* r) { return main_conf(r)->state->config.providers(); }
+
+// Starts the call of the run's next page; false (run failed) when it cannot.
+bool start_page(ngx_http_request_t* r, RequestCtx* ctx, DiscoveryRun& run) {
+    const ProviderConf& p = providers(r)[run.provider];
+    ctx->calls.emplace_back(new Call(ctx, &p, make_model_list_codec(p.type, run.walk.next_path()),
+                                     static_cast<unsigned>(run.walk.pages() + 1), Call::Mode::Capture));
+    Call& call = *ctx->calls.back();
+    CallerRequest in;
+    in.provider_key = p.key;
+    if (call.start(r, in) != NGX_OK) {
+        ctx->calls.pop_back();
+        run.failed = true;
+        run.why = "the list request could not be started";
+        return false;
+    }
+    run.call = &call;
+    return true;
+}
+
+ngx_int_t render(ngx_http_request_t* r) {
+    MainConf* mcf = main_conf(r);
+    std::vector<std::vector<std::string>> discovered(providers(r).size());
+    for (std::size_t i = 0; i < discovered.size(); ++i) {
+        if (providers(r)[i].discover_ms > 0) discovered[i] = model_cache_read(mcf, i);
+    }
+    return send_json(r, NGX_HTTP_OK, render_models(mcf->state->config, discovered));
+}
+
+// The end of the refresh: store or keep each list, then answer.
+ngx_int_t finish_refresh(ngx_http_request_t* r, RequestCtx* ctx) {
+    MainConf* mcf = main_conf(r);
+    for (DiscoveryRun& run : ctx->discovery) {
+        const ProviderConf& p = providers(r)[run.provider];
+        if (run.failed) {
+            ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                          "llm_gateway: model discovery of provider \"%s\" failed: %s; the last good list is kept",
+                          log_value(p.name).c_str(), log_text(run.why).c_str());
+            model_cache_fail(mcf, run.provider, p.discover_ms);
+            continue;
+        }
+        if (run.walk.truncated()) {
+            ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                          "llm_gateway: model discovery of provider \"%s\" stopped after %uz pages and %uz ids",
+                          log_value(p.name).c_str(), run.walk.pages(), run.walk.ids().size());
+        }
+        model_cache_store(mcf, run.provider, run.walk.ids(), p.discover_ms);
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                      "llm_gateway: model discovery of provider \"%s\": %uz models in %uz pages",
+                      log_value(p.name).c_str(), run.walk.ids().size(), run.walk.pages());
+    }
+    return render(r);
+}
+
+void models_resume(ngx_http_request_t* r) {
+    RequestCtx* ctx = get_ctx(r);
+    if (ctx == nullptr) return;
+    for (const auto& c : ctx->calls) {
+        if (c->running()) return;   // woken before every call ended
+    }
+    ngx_int_t rc;
+    try {
+        bool waiting = false;
+        for (DiscoveryRun& run : ctx->discovery) {
+            if (run.failed || run.call == nullptr) continue;
+            Call& c = *run.call;
+            run.call = nullptr;
+            if (!c.answered()) {
+                run.failed = true;
+                run.why = c.timed_out() ? "the provider timed out" : "the provider gave no response";
+            } else if (c.upstream_status < 200 || c.upstream_status >= 300 || c.outcome().end != EndState::Complete) {
+                run.failed = true;
+                run.why = "the provider answered status " + std::to_string(c.upstream_status) +
+                          (c.outcome().text.empty() ? std::string() : ": " + c.outcome().text);
+            } else if (!run.walk.feed(c.captured(), run.why)) {
+                run.failed = true;
+            } else if (!run.walk.done()) {
+                waiting = start_page(r, ctx, run) || waiting;
+            }
+        }
+        if (waiting) return;   // the next pages run; this runs again when they end
+        r->write_event_handler = ngx_http_request_empty_handler;
+        rc = finish_refresh(r, ctx);
+    } catch (const std::exception& e) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "llm_gateway: model discovery failed: %s", log_text(e.what()).c_str());
+        rc = NGX_ERROR;
+    }
+    ngx_http_finalize_request(r, rc);
+}
+
+}  // namespace
+
+ngx_int_t models_handler(ngx_http_request_t* r, RequestCtx* ctx) {
+    MainConf* mcf = main_conf(r);
+    const auto& ps = providers(r);
+    for (std::size_t i = 0; i < ps.size(); ++i) {
+        if (ps[i].discover_ms > 0 && model_cache_claim(mcf, i)) ctx->discovery.push_back(DiscoveryRun{i, ModelWalk(ps[i].type), nullptr, false, {}});
+    }
+    if (ctx->discovery.empty()) return render(r);
+    bool started = false;
+    for (DiscoveryRun& run : ctx->discovery) started = start_page(r, ctx, run) || started;
+    if (!started) return finish_refresh(r, ctx);
+    r->main->count++;   // held until models_resume finalizes it
+    r->write_event_handler = models_resume;
+    return NGX_DONE;
+}
+
+}  // namespace llmgw
