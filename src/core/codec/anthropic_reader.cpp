@@ -10,6 +10,8 @@
 #include <rapidjson/document.h>
 #include <rapidjson/error/en.h>
 
+#include "core/json/scratch.h"
+
 #include "core/codec/anthropic_wire.h"
 #include "core/codec/json_copy.h"
 
@@ -35,21 +37,22 @@ const rj::Value* get_str(const rj::Value& o, const char* name) {
     return v != nullptr && v->IsString() ? v : nullptr;
 }
 
-bool parse(std::string_view s, rj::Document& d, std::string& err) {
-    d.Parse<rj::kParseIterativeFlag>(s.data(), s.size());
+// Parses into this thread's scratch document (valid until the next parse).
+const rj::Document* parse(std::string_view s, std::string& err) {
+    const rj::Document& d = json_scratch().parse(s);
     if (d.HasParseError()) {
         err = std::string("not JSON: ") + rj::GetParseError_En(d.GetParseError());
-        return false;
+        return nullptr;
     }
     if (!d.IsObject()) {
         err = "not a JSON object";
-        return false;
+        return nullptr;
     }
     if (!json_depth_at_most(d, kMaxDepth)) {
         err = "JSON nested too deeply";
-        return false;
+        return nullptr;
     }
-    return true;
+    return &d;
 }
 
 std::int64_t count(const rj::Value* v) {
@@ -122,8 +125,9 @@ public:
 
 private:
     bool whole(std::string_view body, ChatResponseIR& out, std::string& err) {
-        rj::Document d;
-        if (!parse(body, d, err)) return false;
+        const rj::Document* dp = parse(body, err);
+        if (dp == nullptr) return false;
+        const rj::Document& d = *dp;
         const rj::Value* type = get_str(d, "type");
         const rj::Value* content = get(d, "content");
         if (type == nullptr || sv(*type) != "message" || content == nullptr || !content->IsArray()) {
@@ -183,8 +187,9 @@ private:
 
     ReadStep event(const SseEvent& ev, std::vector<StreamEventIR>& out, std::string& err) {
         if (ev.data.empty()) return ReadStep::More;
-        rj::Document d;
-        if (!parse(ev.data, d, err)) return ReadStep::Invalid;
+        const rj::Document* dp = parse(ev.data, err);
+        if (dp == nullptr) return ReadStep::Invalid;
+        const rj::Document& d = *dp;
         const rj::Value* type = get_str(d, "type");
         std::string_view t = type != nullptr ? sv(*type) : std::string_view();
         if (!ev.event.empty()) {

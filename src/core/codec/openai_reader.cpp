@@ -8,6 +8,8 @@
 
 #include <rapidjson/document.h>
 #include <rapidjson/error/en.h>
+
+#include "core/json/scratch.h"
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
@@ -50,21 +52,22 @@ bool depth_ok(const rj::Value& root) {
     return true;
 }
 
-bool parse(std::string_view s, rj::Document& d, std::string& err) {
-    d.Parse<rj::kParseIterativeFlag>(s.data(), s.size());
+// Parses into this thread's scratch document (valid until the next parse).
+const rj::Document* parse(std::string_view s, std::string& err) {
+    const rj::Document& d = json_scratch().parse(s);
     if (d.HasParseError()) {
         err = std::string("not JSON: ") + rj::GetParseError_En(d.GetParseError());
-        return false;
+        return nullptr;
     }
     if (!d.IsObject()) {
         err = "not a JSON object";
-        return false;
+        return nullptr;
     }
     if (!depth_ok(d)) {
         err = "JSON nested too deeply";
-        return false;
+        return nullptr;
     }
-    return true;
+    return &d;
 }
 
 // A count: a non-negative integer that fits int64; -1 when absent or not one.
@@ -143,8 +146,9 @@ public:
 
 private:
     bool whole(std::string_view body, ChatResponseIR& out, std::string& err) {
-        rj::Document d;
-        if (!parse(body, d, err)) return false;
+        const rj::Document* dp = parse(body, err);
+        if (dp == nullptr) return false;
+        const rj::Document& d = *dp;
         const rj::Value* choices = get(d, "choices");
         if (choices == nullptr || !choices->IsArray()) {
             err = "no choices array";
@@ -211,8 +215,9 @@ private:
             done_ = true;
             return ReadStep::Done;
         }
-        rj::Document d;
-        if (!parse(ev.data, d, err)) return ReadStep::Invalid;
+        const rj::Document* dp = parse(ev.data, err);
+        if (dp == nullptr) return ReadStep::Invalid;
+        const rj::Document& d = *dp;
         if (const rj::Value* e = get(d, "error")) {
             StreamEventIR x;
             x.kind = StreamEventIR::Kind::Error;

@@ -1,0 +1,31 @@
+// A reusable parse target for the stream readers (no nginx): parsing each
+// SSE event into a fresh rapidjson::Document costs a 64 KiB pool chunk and a
+// parse stack per event; the scratch document keeps both, per thread (one
+// per nginx worker), so a translated stream parses without allocating. The
+// parsed document is valid until the next parse() on the same thread.
+#pragma once
+#include <string_view>
+
+#include <rapidjson/document.h>
+
+namespace llmgw {
+
+class JsonScratch {
+public:
+    JsonScratch();
+    JsonScratch(const JsonScratch&) = delete;
+    JsonScratch& operator=(const JsonScratch&) = delete;
+
+    // Parses s (iteratively) into the scratch document; check HasParseError().
+    const rapidjson::Document& parse(std::string_view s);
+
+private:
+    alignas(16) char buf_[4096];
+    rapidjson::MemoryPoolAllocator<> pool_;
+    rapidjson::Document doc_;
+};
+
+// This thread's scratch document.
+JsonScratch& json_scratch();
+
+}  // namespace llmgw
