@@ -1,7 +1,5 @@
 // The module definition: directive table, module context, configuration
 // create/merge and postconfiguration. Handlers live in their own files.
-#include "ngx/call/health.h"
-#include "ngx/discovery/model_cache.h"
 #include "ngx/module.h"
 #include "ngx/worker.h"
 

@@ -132,6 +132,9 @@ ngx_int_t await_store(ngx_http_request_t* r, RequestCtx* ctx, Resume how,
 
 // relay.cpp
 ngx_int_t init_filters(ngx_conf_t* cf);
+// The request's calls at its end (from the ctx's destructor): a pending
+// retry timer is deleted, a breaker probe without a verdict given back.
+void release_calls(RequestCtx* ctx);
 // Starts the request's provider call; NGX_DONE (the request is answered
 // when the call ends) or an HTTP status.
 ngx_int_t start_provider_call(ngx_http_request_t* r, RequestCtx* ctx);
@@ -161,6 +164,11 @@ void account_call(ngx_log_t* log, MainConf* mcf, RequestCtx* ctx, Call& call);
 ngx_int_t admin_shell(ngx_http_request_t* r, RequestCtx* ctx);
 ngx_int_t admin_usage(ngx_http_request_t* r, RequestCtx* ctx);
 ngx_int_t admin_overview(ngx_http_request_t* r, RequestCtx* ctx);
+
+// call/health.cpp, discovery/model_cache.cpp: the shared zones of the
+// providers' breakers and of the discovered model lists (from init_main_conf).
+ngx_shm_zone_t* add_health_zone(ngx_conf_t* cf, std::size_t providers);
+ngx_shm_zone_t* add_model_cache_zone(ngx_conf_t* cf, std::size_t providers, std::size_t discovering);
 
 // users_reload.cpp
 ngx_int_t init_users_file(ngx_cycle_t* cycle, Worker& w);

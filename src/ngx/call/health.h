@@ -11,8 +11,7 @@
 
 namespace llmgw {
 
-// Registers the zone (from init_main_conf); nullptr on failure (logged).
-ngx_shm_zone_t* add_health_zone(ngx_conf_t* cf, std::size_t providers);
+// add_health_zone (declared in ngx/module.h) registers the zone.
 
 BreakerConfig breaker_config(const MainConf& mcf);
 

@@ -527,6 +527,17 @@ ngx_int_t request_on_stream_bytes(Call& call, std::string_view data) {
     return rc;
 }
 
+void release_calls(RequestCtx* ctx) {
+    if (ctx->retry_timer.timer_set) ngx_del_timer(&ctx->retry_timer);   // the client left during a retry wait
+    // A probe whose verdict never came (the client left mid-call) is given
+    // back, so the next call probes at once.
+    Call* c = ctx->chosen;
+    if (c != nullptr && c->probe && !c->health_recorded && ctx->mcf != nullptr) {
+        c->health_recorded = true;
+        health_abandon(ctx->mcf, c->provider_index, true);
+    }
+}
+
 // The route table row names the API of its provider calls.
 CodecKind codec_for(const RequestCtx& ctx) {
     return ctx.route ? ctx.route->codec : CodecKind::None;

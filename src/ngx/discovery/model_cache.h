@@ -15,9 +15,8 @@ namespace llmgw {
 // The most bytes of ids kept per provider (ids joined by newlines).
 inline constexpr std::size_t kModelCacheBytes = 256 * 1024;
 
-// Registers the zone when some provider discovers (from init_main_conf);
-// nullptr on failure.
-ngx_shm_zone_t* add_model_cache_zone(ngx_conf_t* cf, std::size_t providers, std::size_t discovering);
+// add_model_cache_zone (declared in ngx/module.h) registers the zone when
+// some provider discovers.
 
 // True when provider i's list is stale and nobody is refreshing it: the
 // caller now is (for at most 60 s).

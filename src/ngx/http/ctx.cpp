@@ -1,8 +1,6 @@
 // The per-request context. It is a C++ object placed in pool cleanup
 // storage, so the pool owns it; r->ctx is only a cache, rebuilt from the
 // cleanup list after an internal redirect has cleared it.
-#include "ngx/call/call.h"
-#include "ngx/call/health.h"
 #include "ngx/module.h"
 
 namespace llmgw {
@@ -18,13 +16,7 @@ RequestCtx::RequestCtx() = default;
 
 RequestCtx::~RequestCtx() {
     *alive = false;
-    if (retry_timer.timer_set) ngx_del_timer(&retry_timer);   // the client left during a retry wait
-    // A probe whose verdict never came (the client left mid-call) is given
-    // back, so the next call probes at once.
-    if (chosen != nullptr && chosen->probe && !chosen->health_recorded && mcf != nullptr) {
-        chosen->health_recorded = true;
-        health_abandon(mcf, chosen->provider_index, true);
-    }
+    release_calls(this);
     // A provider call whose request ended before the relay finished (the
     // client went away): its tokens are still counted.
     if (chosen != nullptr && !accounted && mcf != nullptr) {
