@@ -1,4 +1,5 @@
 #include "core/codec/gemini_json.h"
+#include "core/json/scratch.h"
 
 #include <cmath>
 #include <cstring>
@@ -40,6 +41,12 @@ bool depth_at_most(std::string_view s, int max) {
 }
 
 }  // namespace
+
+const rj::Document* parse_json_scratch(std::string_view s) {
+    if (!depth_at_most(s, kMaxDepth)) return nullptr;
+    const rj::Document& d = json_scratch().parse(s, true);
+    return d.HasParseError() ? nullptr : &d;
+}
 
 bool parse_json(std::string_view s, rj::Document& doc) {
     if (!depth_at_most(s, kMaxDepth)) return false;

@@ -19,6 +19,9 @@ constexpr int kMaxDepth = 256;
 // Parses s into doc (iterative parser, full precision numbers). false when
 // s is not one JSON document or nests deeper than kMaxDepth.
 bool parse_json(std::string_view s, rapidjson::Document& doc);
+// The same into this thread's scratch document (core/json/scratch.h), valid
+// until the next scratch parse; nullptr when s is not JSON or too deep.
+const rapidjson::Document* parse_json_scratch(std::string_view s);
 
 // A non-negative integer that fits int64, else -1.
 std::int64_t count_of(const rapidjson::Value& v);

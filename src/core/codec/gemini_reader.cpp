@@ -152,8 +152,9 @@ public:
     bool read_whole(std::string_view body, ChatResponseIR& out, std::string& err) override {
         try {
             out = ChatResponseIR();
-            rj::Document doc;
-            if (!gemini::parse_json(body, doc)) return err = "the answer is not JSON", false;
+            const rj::Document* dp = gemini::parse_json_scratch(body);
+            if (dp == nullptr) return err = "the answer is not JSON", false;
+            const rj::Document& doc = *dp;
             Resp r;
             if (!read_resp(doc, 0, r, err)) return false;
             if (!r.has_candidate && !r.blocked) return err = "the answer has no candidates", false;
@@ -182,8 +183,9 @@ public:
                                       data.front() == '\n'))
                 data.remove_prefix(1);
             if (data.empty()) return ReadStep::More;   // no data (a comment): nothing to read
-            rj::Document doc;
-            if (!gemini::parse_json(data, doc)) return err = "a stream event is not JSON", ReadStep::Invalid;
+            const rj::Document* dp = gemini::parse_json_scratch(data);
+            if (dp == nullptr) return err = "a stream event is not JSON", ReadStep::Invalid;
+            const rj::Document& doc = *dp;
             if (!doc.IsObject()) return err = "a stream event is not a JSON object", ReadStep::Invalid;
             auto e = doc.FindMember("error");
             if (e != doc.MemberEnd() && !e->value.IsNull()) {

@@ -4,9 +4,13 @@ namespace llmgw {
 
 JsonScratch::JsonScratch() : pool_(buf_, sizeof buf_, 16 * 1024), doc_(&pool_) {}
 
-const rapidjson::Document& JsonScratch::parse(std::string_view s) {
+const rapidjson::Document& JsonScratch::parse(std::string_view s, bool full_precision) {
     pool_.Clear();   // every value of the last parse goes; the first 4 KiB are reused in place
-    doc_.Parse<rapidjson::kParseIterativeFlag>(s.data(), s.size());
+    if (full_precision) {
+        doc_.Parse<rapidjson::kParseIterativeFlag | rapidjson::kParseFullPrecisionFlag>(s.data(), s.size());
+    } else {
+        doc_.Parse<rapidjson::kParseIterativeFlag>(s.data(), s.size());
+    }
     return doc_;
 }
 

@@ -16,8 +16,9 @@ public:
     JsonScratch(const JsonScratch&) = delete;
     JsonScratch& operator=(const JsonScratch&) = delete;
 
-    // Parses s (iteratively) into the scratch document; check HasParseError().
-    const rapidjson::Document& parse(std::string_view s);
+    // Parses s (iteratively; numbers at full precision when asked) into the
+    // scratch document; check HasParseError().
+    const rapidjson::Document& parse(std::string_view s, bool full_precision = false);
 
 private:
     alignas(16) char buf_[4096];
