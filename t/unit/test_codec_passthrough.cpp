@@ -53,10 +53,73 @@ TEST(CodecPassthrough, RequestUnchanged) {
     UpstreamRequest out;
     std::string err;
     ASSERT_TRUE(c->build_request(in, out, err));
-    EXPECT_EQ(out.body, in.body);
+    EXPECT_TRUE(out.caller_body);   // the caller's bytes, unchanged
+    EXPECT_EQ(out.body, "");
+    EXPECT_EQ(out.splice_len, 0u);
+    EXPECT_EQ(out.method, "POST");
     EXPECT_EQ(out.path, "/messages");
     EXPECT_EQ(out.credential_header, "Authorization");
     EXPECT_EQ(c->kind(), CodecKind::Passthrough);
+    EXPECT_FALSE(c->event_stream());
+}
+
+TEST(CodecPassthrough, MethodQueryContentTypeAndEachProvidersCredential) {
+    struct Case {
+        ProviderType type;
+        const char* header;
+        const char* value;
+    } cases[] = {
+        {ProviderType::OpenAI, "Authorization", "Bearer pk"},
+        {ProviderType::Anthropic, "x-api-key", "pk"},
+        {ProviderType::Gemini, "x-goog-api-key", "pk"},
+    };
+    for (const Case& k : cases) {
+        CodecOptions o;
+        o.provider = k.type;
+        auto c = make_codec(CodecKind::Passthrough, o);
+        CallerRequest in;
+        in.method = "DELETE";
+        in.path = "/v1/files/file-1";
+        in.query = "key=caller-secret&limit=2&key=again&after=x";
+        in.content_type = "multipart/form-data; boundary=b";
+        in.provider_key = "pk";
+        UpstreamRequest out;
+        std::string err;
+        ASSERT_TRUE(c->build_request(in, out, err));
+        EXPECT_EQ(out.method, "DELETE");
+        EXPECT_EQ(out.path, "/v1/files/file-1?limit=2&after=x");   // the caller's key never goes upstream
+        EXPECT_EQ(out.credential_header, k.header);
+        bool found = false, ct = false;
+        for (const auto& [name, value] : out.headers) {
+            if (name == k.header) found = value == k.value;
+            if (name == "Content-Type") ct = value == "multipart/form-data; boundary=b";
+        }
+        EXPECT_TRUE(found) << k.header;
+        EXPECT_TRUE(ct);
+    }
+    auto c = make_codec(CodecKind::Passthrough, CodecOptions());
+    CallerRequest in;
+    in.method = "GET";
+    in.path = "/models";
+    in.query = "key=only";
+    UpstreamRequest out;
+    std::string err;
+    ASSERT_TRUE(c->build_request(in, out, err));
+    EXPECT_EQ(out.path, "/models");
+}
+
+TEST(CodecPassthrough, ModelNamedByTheAnswer) {
+    Outcome r = run(200, "application/json", R"({"id":"x","model":"gpt-4o-2024-08-06","usage":{"prompt_tokens":1}})");
+    EXPECT_EQ(r.res.model, "gpt-4o-2024-08-06");
+    Outcome a = run(200, "text/event-stream", kAnthropicStream, 7);
+    EXPECT_EQ(a.res.model, "");   // the recorded stream names none
+    std::string named = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"model\":\"claude-x\","
+                        "\"usage\":{\"input_tokens\":3}}}\n\n";
+    EXPECT_EQ(run(200, "text/event-stream", named).res.model, "claude-x");
+    EXPECT_EQ(run(200, "application/json", R"({"modelVersion":"gemini-2.5-flash","usageMetadata":{}})").res.model,
+              "gemini-2.5-flash");
+    // A nested "model" is not the answer's.
+    EXPECT_EQ(run(200, "application/json", R"({"data":{"model":"x"}})").res.model, "");
 }
 
 TEST(CodecPassthrough, WholeBodiesOfEachShape) {
@@ -112,9 +175,11 @@ TEST(CodecPassthrough, CrLineEndsAndCutStream) {
     std::string wire = "data: {\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":2}}\r\r";
     Outcome r = run(200, "text/event-stream", wire, 1, BodyEnd::Cut);
     EXPECT_EQ(r.res.end, EndState::Cut);
-    EXPECT_EQ(r.out.substr(0, wire.size()), wire);
-    EXPECT_NE(r.out.find("event: error\n"), std::string::npos);
+    EXPECT_EQ(r.out, wire);   // the provider's bytes only: no gateway event in a native stream
     EXPECT_EQ(r.res.usage.completion_tokens, 2);
+    Outcome bad = run(200, "application/json", "{\"a\":", 0, BodyEnd::Invalid);
+    EXPECT_EQ(bad.res.end, EndState::Invalid);
+    EXPECT_EQ(bad.out, "{\"a\":");
 }
 
 TEST(CodecPassthrough, HugeEventStopsSniffingNotRelaying) {
@@ -133,10 +198,18 @@ TEST(CodecPassthrough, HugeEventStopsSniffingNotRelaying) {
 }
 
 TEST(CodecPassthrough, ErrorsAndBadStatuses) {
-    Outcome r = run(503, "application/json", R"({"type":"error","error":{"type":"overloaded_error","message":"busy"}})");
+    const std::string body = R"({"type":"error","error":{"type":"overloaded_error","message":"busy"}})";
+    Outcome r = run(503, "application/json", body, 5);
+    EXPECT_EQ(r.out, body);   // relayed as it came
     EXPECT_EQ(r.res.end, EndState::UpstreamError);
     EXPECT_EQ(r.res.status, 503);
     EXPECT_EQ(r.res.text, "busy");
+    EXPECT_FALSE(r.res.usage.present);
+    Outcome nf = run(404, "text/html", "<h1>nope</h1>");
+    EXPECT_EQ(nf.out, "<h1>nope</h1>");
+    EXPECT_EQ(nf.res.end, EndState::UpstreamError);
+    Outcome moved = run(302, "", "");
+    EXPECT_EQ(moved.res.end, EndState::Complete);
     Outcome r2 = run(101, "", "x");
     EXPECT_EQ(r2.res.end, EndState::Invalid);
     EXPECT_EQ(r2.res.status, 502);

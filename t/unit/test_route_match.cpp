@@ -46,3 +46,26 @@ TEST(RouteMatch, EmptySuffixNeverMatches) {
 
 }  // namespace
 }  // namespace llmgw
+
+namespace llmgw {
+namespace {
+
+struct AnyRow {
+    unsigned mode;
+    std::string_view suffixes[2];
+    int id;
+};
+
+const AnyRow kWithAny[] = {
+    {1, {"/models"}, 1},
+    {3, {}, 2},   // every path of mode 3
+};
+
+TEST(RouteMatch, RowWithoutSuffixesServesEveryPathOfItsMode) {
+    EXPECT_EQ(match_route(kWithAny, 3, "/passthrough/openai/files")->id, 2);
+    EXPECT_EQ(match_route(kWithAny, 3, "/")->id, 2);
+    EXPECT_EQ(match_route(kWithAny, 1, "/v1/other"), nullptr);
+}
+
+}  // namespace
+}  // namespace llmgw

@@ -12,6 +12,34 @@ TEST(Views, ModelsEmptyConfig) {
     EXPECT_EQ(render_models(cfg), R"({"object":"list","data":[]})");
 }
 
+TEST(Views, ModelsOfProvidersClosedToTheGroupAreLeftOut) {
+    GatewayConfig cfg;
+    ProviderConf open, closed;
+    open.name = "a";
+    open.location = "/_llm/a";
+    open.models = {"m1"};
+    closed.name = "b";
+    closed.location = "/_llm/b";
+    closed.models = {"m2"};
+    closed.restricted = true;
+    closed.groups = {"vip"};
+    ASSERT_EQ(cfg.add_provider(open), "");
+    ASSERT_EQ(cfg.add_provider(closed), "");
+    AliasConf al;
+    al.name = "fast";
+    al.target = "b/m2";
+    ASSERT_EQ(cfg.add_alias(al), "");
+    const std::string others = render_models(cfg, {{"d1"}, {"d2"}}, "default");
+    EXPECT_NE(others.find(R"("id":"a/m1")"), std::string::npos);
+    EXPECT_NE(others.find(R"("id":"a/d1")"), std::string::npos);
+    EXPECT_EQ(others.find("b/"), std::string::npos);
+    EXPECT_EQ(others.find(R"("id":"fast")"), std::string::npos);
+    const std::string vip = render_models(cfg, {{"d1"}, {"d2"}}, "vip");
+    EXPECT_NE(vip.find(R"("id":"b/m2")"), std::string::npos);
+    EXPECT_NE(vip.find(R"("id":"b/d2")"), std::string::npos);
+    EXPECT_NE(vip.find(R"("id":"fast")"), std::string::npos);
+}
+
 TEST(Views, UsageOfAnEmptyDirectory) {
     Directory dir;
     std::vector<std::int64_t> v(kUsageSlots, 0);

@@ -50,21 +50,28 @@ void usage_entry(JsonWriter& w, const char* kind, const std::string& id, const s
 
 }  // namespace
 
-std::string render_models(const GatewayConfig& cfg, const std::vector<std::vector<std::string>>& discovered) {
+std::string render_models(const GatewayConfig& cfg, const std::vector<std::vector<std::string>>& discovered,
+                          std::string_view group) {
     JsonWriter w;
     std::unordered_set<std::string> listed;
     auto entry = [&](const std::string& id, std::string_view owner) {
         if (listed.insert(id).second) model_entry(w, id, owner);
     };
+    auto open = [&](const ProviderConf* p) { return p != nullptr && (group.empty() || p->open_to(group)); };
     w.begin_object().field("object", "list").key("data").begin_array();
     for (const auto& p : cfg.providers()) {
+        if (!open(&p)) continue;
         for (const auto& m : p.models) entry(p.name + "/" + m, p.name);
     }
     for (const auto& a : cfg.aliases()) {
-        entry(a.name, std::string_view(a.target).substr(0, a.target.find('/')));
+        std::string_view owner = std::string_view(a.target).substr(0, a.target.find('/'));
+        const ProviderConf* p = cfg.find_provider(owner);
+        if (p != nullptr && !open(p)) continue;
+        entry(a.name, owner);
     }
     const auto& providers = cfg.providers();
     for (std::size_t i = 0; i < discovered.size() && i < providers.size(); ++i) {
+        if (!open(&providers[i])) continue;
         for (const std::string& id : discovered[i]) {
             const std::size_t slash = id.find('/');
             if (slash != std::string::npos && slash > 0) {

@@ -16,8 +16,11 @@ namespace llmgw {
 // discovered ids (discovered[i] for provider i, may be shorter): as
 // provider/id, except an id that carries an owner prefix ("meta-llama/x"),
 // shown only as it is, owned by that owner. No id is listed twice.
+// With a group, the providers closed to it (groups=) and the aliases that
+// name them are left out.
 std::string render_models(const GatewayConfig& cfg,
-                          const std::vector<std::vector<std::string>>& discovered = {});
+                          const std::vector<std::vector<std::string>>& discovered = {},
+                          std::string_view group = {});
 
 // values: kUsageSlots values (core/metering/keys.h order) per user, per
 // group, then for the total, as read from the keys of append_usage_keys.

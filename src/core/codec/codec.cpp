@@ -37,6 +37,7 @@ struct UsageScan : CountHandler<UsageScan> {
     std::vector<Frame> frames;
     std::size_t depth = 0;   // real depth (frames holds at most kMaxDepth)
     UsageFields f;
+    std::string model;
 
     enum Field { kNone, kPrompt, kCompletion };
 
@@ -59,6 +60,16 @@ struct UsageScan : CountHandler<UsageScan> {
             if (last == "candidatesTokenCount") return kCompletion;
         }
         return kNone;
+    }
+    // The answer's model: "model" at the top (OpenAI, Anthropic) or in
+    // Anthropic's message_start "message", Gemini's "modelVersion".
+    bool String(const char* s, rj::SizeType len, bool) {
+        if (depth != frames.size() || depth == 0 || frames.back().array || frames[0].array) return true;
+        const std::string& last = frames.back().key;
+        bool here = (depth == 1 && (last == "model" || last == "modelVersion")) ||
+                    (depth == 2 && frames[0].key == "message" && last == "model");
+        if (here && len > 0 && len <= 256) model.assign(s, len);
+        return true;
     }
     bool number(std::int64_t v) {
         switch (field_here()) {
@@ -100,7 +111,7 @@ bool parse_with(std::string_view s, H& h) {
 
 // Shared with the codecs: fields found in one JSON document (partial documents
 // give what was read before the error).
-void sniff_usage_fields(std::string_view json, std::int64_t& prompt, std::int64_t& completion) {
+void sniff_usage_fields(std::string_view json, std::int64_t& prompt, std::int64_t& completion, std::string* model) {
     UsageScan h;
     try {
         parse_with(json, h);
@@ -109,6 +120,7 @@ void sniff_usage_fields(std::string_view json, std::int64_t& prompt, std::int64_
     }
     if (h.f.prompt >= 0) prompt = h.f.prompt;
     if (h.f.completion >= 0) completion = h.f.completion;
+    if (model != nullptr && !h.model.empty()) *model = std::move(h.model);
 }
 
 bool is_json_document(std::string_view s) {
@@ -135,7 +147,7 @@ BodyMode Codec::head(int status, std::string_view content_type) {
                                : "status " + std::to_string(status) + " is not a final HTTP status";
         return mode_;
     }
-    if (status >= 300) {
+    if (status >= 300 && !relays_error_status()) {
         mode_ = BodyMode::Error;
         return mode_;
     }
@@ -258,6 +270,11 @@ bool codec_serves(CodecKind kind, ProviderType provider) {
     case CodecKind::AnthropicMessages:
     case CodecKind::Passthrough: return true;
     case CodecKind::OpenAIEmbeddings: return provider != ProviderType::Anthropic;   // Anthropic has no embeddings API
+    // Gemini's image and speech APIs take other parameters and answer in
+    // other shapes: no exact translation, so OpenAI-type providers only.
+    case CodecKind::OpenAIImages:
+    case CodecKind::OpenAISpeech:
+    case CodecKind::OpenAITranscription: return provider == ProviderType::OpenAI;
     case CodecKind::None: break;
     }
     return false;
@@ -276,6 +293,9 @@ std::unique_ptr<Codec> make_codec(CodecKind kind, const CodecOptions& opt) {
     case CodecKind::AnthropicMessages:
         if (p == ProviderType::Anthropic) return make_anthropic_native_codec(opt);
         return make_translating_codec(kind, opt);
+    case CodecKind::OpenAIImages:
+    case CodecKind::OpenAISpeech:
+    case CodecKind::OpenAITranscription: return make_media_codec(kind, opt);
     case CodecKind::Passthrough: return make_passthrough_codec(opt);
     case CodecKind::None: break;
     }
@@ -287,6 +307,9 @@ const char* codec_kind_name(CodecKind kind) {
     case CodecKind::OpenAIChat: return "openai-chat";
     case CodecKind::OpenAIEmbeddings: return "openai-embeddings";
     case CodecKind::AnthropicMessages: return "anthropic-messages";
+    case CodecKind::OpenAIImages: return "openai-images";
+    case CodecKind::OpenAISpeech: return "openai-speech";
+    case CodecKind::OpenAITranscription: return "openai-transcription";
     case CodecKind::Passthrough: return "passthrough";
     case CodecKind::None: break;
     }

@@ -14,6 +14,7 @@
 #include "core/codec/codec_kind.h"
 #include "core/codec/openai.h"
 #include "core/config/provider.h"
+#include "core/http/multipart.h"
 
 namespace llmgw {
 
@@ -24,6 +25,10 @@ struct CallerRequest {
     std::string_view upstream_model;   // the provider's name of the model
     std::string_view path;             // the caller's path below the route (passthrough)
     std::string_view provider_key;     // "" when the provider has none
+    std::string_view method = "POST";  // the caller's method (passthrough)
+    std::string_view query;            // the caller's query string, without '?' (passthrough)
+    std::string_view content_type;     // the caller's Content-Type (transcription, passthrough)
+    const FormScan* form = nullptr;    // the scanned multipart body (transcription)
 };
 
 // The request the shell sends to the provider's internal location. The shell
@@ -36,7 +41,13 @@ struct UpstreamRequest {
     std::vector<std::pair<std::string, std::string>> headers;
     std::string credential_header;     // name of the header carrying the provider key ("" none)
     int refuse_status = 0;             // build_request failed because of the caller's request: answer this (400)
+    // The body: `body`; or, with caller_body, the caller's body as received
+    // with its bytes [splice_at, splice_at + splice_len) replaced by `body`
+    // (splice_len 0 and an empty body: the caller's bytes unchanged).
     std::string body;
+    bool caller_body = false;
+    std::size_t splice_at = 0;
+    std::size_t splice_len = 0;
 };
 
 // How the upstream answer is handled, decided by head().
@@ -70,6 +81,7 @@ struct CodecResult {
     std::string content_type;    // "" keeps the upstream's (Whole)
     std::string text;            // scrubbed text for the log (errors)
     Usage usage;
+    std::string model;           // the model the answer names (passthrough; "" unknown)
 };
 
 struct CodecOptions {
@@ -109,6 +121,11 @@ public:
 
     BodyMode mode() const { return mode_; }
     bool spilled() const { return spilled_; }
+    // A streamed answer is an SSE stream of the caller's API: the gateway
+    // sets its own cache headers and may close it with its own error event.
+    // Otherwise (audio, a spilled JSON body, a passthrough) the upstream's
+    // headers are kept and a cut answer closes the connection.
+    virtual bool event_stream() const { return !spilled_; }
     const CodecResult& result() const { return res_; }
     // A problem worth logging that appeared in the last feed() ("" none); cleared by the call.
     std::string take_problem() { return std::move(problem_); }
@@ -118,6 +135,9 @@ public:
     static constexpr const char* kCutMessage = "the upstream stream ended before completion";
 
 protected:
+    // Whether an error status (>= 300) goes to on_head like a success
+    // (passthrough relays it as it is) instead of the Error mode.
+    virtual bool relays_error_status() const { return false; }
     virtual BodyMode on_head(int status, std::string_view content_type) = 0;
     virtual void on_stream(std::string_view bytes, std::string& out) = 0;
     // Stream ended: settles res_ (end, usage) and appends any closing bytes.

@@ -10,6 +10,8 @@ namespace llmgw {
 
 std::unique_ptr<Codec> make_openai_codec(bool chat, const CodecOptions& opt);
 std::unique_ptr<Codec> make_passthrough_codec(const CodecOptions& opt);
+// Images, speech and transcription to an OpenAI-type provider.
+std::unique_ptr<Codec> make_media_codec(CodecKind kind, const CodecOptions& opt);
 // A caller's chat API (OpenAIChat or AnthropicMessages) to a provider of
 // another wire format (opt.provider), through the chat IR (chat_ir.h).
 std::unique_ptr<Codec> make_translating_codec(CodecKind api, const CodecOptions& opt);
@@ -28,8 +30,11 @@ inline constexpr const char* kAnthropicVersion = "2023-06-01";
 std::string_view openai_error_type(int status);
 
 // Usage fields found in one JSON document (see sniff_usage); fields not found
-// are left as they are, so calls over the events of a stream merge.
-void sniff_usage_fields(std::string_view json, std::int64_t& prompt, std::int64_t& completion);
+// are left as they are, so calls over the events of a stream merge. With
+// model: the model the document names, when it names one (top-level "model"
+// or "modelVersion", Anthropic's message_start "message.model").
+void sniff_usage_fields(std::string_view json, std::int64_t& prompt, std::int64_t& completion,
+                        std::string* model = nullptr);
 
 // Whether s is one complete JSON document.
 bool is_json_document(std::string_view s);

@@ -1,6 +1,8 @@
-// The passthrough codec: the caller's body goes upstream unchanged and the
-// provider's bytes come back unchanged; usage is sniffed wherever a known
-// shape appears (OpenAI, Anthropic, Gemini), in whole bodies and SSE events.
+// The passthrough codec: the caller's method, path, query and body go to the
+// provider's base unchanged but for the credential; the provider's status,
+// headers and bytes come back unchanged and as they arrive, error statuses
+// included. Usage and the model are sniffed wherever a known shape appears
+// (OpenAI, Anthropic, Gemini), in JSON bodies and in SSE events.
 #include <vector>
 
 #include "core/codec/codec_impl.h"
@@ -10,6 +12,24 @@
 namespace llmgw {
 namespace {
 
+constexpr std::size_t kSniffLimit = 4 << 20;   // JSON bytes kept to read usage from
+
+// The query without any "key" parameter: Gemini's clients may send the
+// caller's key there, and it must not reach the provider.
+std::string strip_key_param(std::string_view query) {
+    std::string out;
+    while (!query.empty()) {
+        std::size_t amp = query.find('&');
+        std::string_view p = query.substr(0, amp);
+        query.remove_prefix(amp == std::string_view::npos ? query.size() : amp + 1);
+        std::string_view name = p.substr(0, p.find('='));
+        if (name == "key" || p.empty()) continue;
+        if (!out.empty()) out += '&';
+        out.append(p);
+    }
+    return out;
+}
+
 class PassthroughCodec final : public Codec {
 public:
     explicit PassthroughCodec(const CodecOptions& o) : Codec(o), sse_(o.max_event_bytes) {}
@@ -17,61 +37,78 @@ public:
     CodecKind kind() const override { return CodecKind::Passthrough; }
 
     bool build_request(const CallerRequest& in, UpstreamRequest& out, std::string&) const override {
-        out.method = "POST";
+        out.method.assign(in.method);
         out.path.assign(in.path);
-        out.headers.emplace_back("Content-Type", "application/json");
-        if (!in.provider_key.empty()) {
-            out.credential_header = "Authorization";
-            out.headers.emplace_back("Authorization", "Bearer " + std::string(in.provider_key));
-        }
-        out.body.assign(in.body);
+        std::string query = strip_key_param(in.query);
+        if (!query.empty()) out.path += "?" + query;
+        if (!in.content_type.empty()) out.headers.emplace_back("Content-Type", std::string(in.content_type));
+        add_provider_auth(opt_.provider, in.provider_key, out);
+        out.caller_body = true;
         return true;
     }
 
+    // Never closed with a gateway event: the bytes are the provider's own.
+    bool event_stream() const override { return false; }
+
 protected:
-    BodyMode on_head(int, std::string_view content_type) override {
-        return is_media_type(content_type, "text/event-stream") ? BodyMode::Stream : BodyMode::Whole;
+    bool relays_error_status() const override { return true; }
+
+    BodyMode on_head(int status, std::string_view content_type) override {
+        error_ = status >= 400;
+        sse_on_ = !error_ && is_media_type(content_type, "text/event-stream");
+        keep_ = error_ || (status < 300 && is_media_type(content_type, "application/json"));
+        return BodyMode::Stream;
     }
 
     void on_stream(std::string_view bytes, std::string& out) override {
         out.append(bytes);
-        if (sniff_off_) return;
+        if (keep_) {
+            const std::size_t limit = error_ ? opt_.error_limit : kSniffLimit;
+            if (kept_.size() + bytes.size() <= limit) {
+                kept_.append(bytes);
+            } else if (!error_) {
+                keep_ = false;   // too big to read usage from: relayed all the same
+                std::string().swap(kept_);
+                problem_ = "upstream JSON body too large to read usage from";
+            } else {
+                kept_.append(bytes.substr(0, limit - kept_.size()));
+            }
+        }
+        if (!sse_on_) return;
         events_.clear();
         if (!sse_.feed(bytes, events_)) {
-            sniff_off_ = true;   // bytes still pass; usage of later events is not read
+            sse_on_ = false;   // bytes still pass; usage of later events is not read
             problem_ = "upstream SSE event too large to read usage from";
         }
         for (const SseEvent& ev : events_) {
-            if (!ev.data.empty()) sniff_usage_fields(ev.data, prompt_, completion_);
-        }
-        set_usage();
-    }
-
-    void on_stream_end(BodyEnd how, std::string& out) override {
-        if (how == BodyEnd::Clean) {
-            res_.end = EndState::Complete;
-        } else {
-            stream_not_complete(how, out);
+            if (!ev.data.empty()) sniff_usage_fields(ev.data, prompt_, completion_, &res_.model);
         }
     }
 
-    void on_whole(std::string& body, std::string& out) override {
-        sniff_usage_fields(body, prompt_, completion_);
-        set_usage();
-        res_.end = EndState::Complete;
-        out.swap(body);
-    }
-
-private:
-    void set_usage() {
+    void on_stream_end(BodyEnd how, std::string&) override {
+        if (error_) {
+            res_.end = EndState::UpstreamError;
+            res_.text = upstream_error_text(kept_);
+            return;
+        }
+        if (keep_) sniff_usage_fields(kept_, prompt_, completion_, &res_.model);
         res_.usage.present = prompt_ >= 0 || completion_ >= 0;
         res_.usage.prompt_tokens = prompt_ >= 0 ? prompt_ : 0;
         res_.usage.completion_tokens = completion_ >= 0 ? completion_ : 0;
+        res_.end = how == BodyEnd::Clean ? EndState::Complete : how == BodyEnd::Cut ? EndState::Cut : EndState::Invalid;
+        if (res_.end == EndState::Invalid) res_.text = "invalid framing of the response body";
     }
 
+    void on_whole(std::string& body, std::string& out) override {   // never chosen: on_head streams
+        out.swap(body);
+        res_.end = EndState::Complete;
+    }
+
+private:
     SseParser sse_;
     std::vector<SseEvent> events_;
-    bool sniff_off_ = false;
+    bool sse_on_ = false, keep_ = false, error_ = false;
+    std::string kept_;
     std::int64_t prompt_ = -1, completion_ = -1;
 };
 

@@ -197,6 +197,17 @@ bool GatewayConfig::resolve_model(std::string_view requested, Resolution& out, s
     return true;
 }
 
+bool restrict_to_group(Resolution& r, std::string_view group) {
+    std::vector<Target> kept;
+    for (Target& t : r.targets) {
+        if (t.provider != nullptr && t.provider->open_to(group)) kept.push_back(std::move(t));
+    }
+    r.targets = std::move(kept);
+    if (r.targets.empty()) return false;
+    static_cast<Target&>(r) = r.targets.front();
+    return true;
+}
+
 bool GatewayConfig::resolve_one(std::string_view model, std::string_view requested, Target& out,
                                 std::string& err) const {
     auto slash = model.find('/');

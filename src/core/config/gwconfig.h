@@ -25,7 +25,17 @@ struct ProviderConf {
     std::vector<std::string> models;
     bool is_default = false;
     std::int64_t discover_ms = 0; // discover=: refresh interval of its model list (0: no discovery)
+    std::vector<std::string> groups;   // groups=: the groups that may use it (restricted only)
+    bool restricted = false;           // false: every group may
     std::string where;            // "file:line" of the directive
+
+    bool open_to(std::string_view group) const {
+        if (!restricted) return true;
+        for (const auto& g : groups) {
+            if (g == group) return true;
+        }
+        return false;
+    }
 };
 
 struct GroupConf {
@@ -63,6 +73,10 @@ struct Resolution : Target {
     // Every target in failover order; the first is the Target part itself.
     std::vector<Target> targets;
 };
+
+// Drops the targets whose provider the group may not use (groups=); the
+// first one left becomes the Target part. false when none is left.
+bool restrict_to_group(Resolution& r, std::string_view group);
 
 // Users and groups as one immutable snapshot: the inline ones plus, when a
 // users file is configured, the file's. Swapped whole on reload.

@@ -1,5 +1,6 @@
 // Route matching (no nginx): a route is chosen by its location's mode and a
-// suffix of the request path; the first matching row wins.
+// suffix of the request path (a row without suffixes matches every path of
+// its mode); the first matching row wins.
 #pragma once
 #include <cstddef>
 #include <string_view>
@@ -17,9 +18,13 @@ template <typename Row, std::size_t N>
 const Row* match_route(const Row (&rows)[N], unsigned mode, std::string_view path) {
     for (const Row& row : rows) {
         if (static_cast<unsigned>(row.mode) != mode) continue;
+        bool any = true;   // a row without suffixes serves every path of its mode
         for (std::string_view s : row.suffixes) {
+            if (s.empty()) continue;
+            any = false;
             if (path_ends_with(path, s)) return &row;
         }
+        if (any) return &row;
     }
     return nullptr;
 }
