@@ -167,7 +167,28 @@ fails_with('llm_gateway twice in a location',
 
 fails_with('llm_gateway and llm_gateway_admin in one location',
            conf_with('', api_extra => 'llm_gateway_admin;'),
-           'llm_gateway_admin;', 'llm_gateway and llm_gateway_admin cannot share a location');
+           'llm_gateway_admin;',
+           'llm_gateway, llm_gateway_admin and llm_gateway_passthrough cannot share a location');
+
+fails_with('llm_gateway and llm_gateway_passthrough in one location',
+           conf_with('', api_extra => 'llm_gateway_passthrough;'),
+           'llm_gateway_passthrough;',
+           'llm_gateway, llm_gateway_admin and llm_gateway_passthrough cannot share a location');
+
+fails_with('llm_gateway_passthrough in a regex location',
+           conf_with('', server => 'location ~ ^/pt/ { llm_gateway_passthrough; }'),
+           'llm_gateway_passthrough;',
+           'llm_gateway_passthrough needs a prefix location, e.g. location /passthrough/ { llm_gateway_passthrough; }');
+
+fails_with('llm_gateway_passthrough in an exact location',
+           conf_with('', server => 'location = /pt { llm_gateway_passthrough; }'),
+           'llm_gateway_passthrough;',
+           'llm_gateway_passthrough needs a prefix location, e.g. location /passthrough/ { llm_gateway_passthrough; }');
+
+fails_with('provider groups= without a group',
+           conf_with("$P closed type=openai location=/_llm/closed groups=;\n"),
+           'groups=;', 'groups= of llm_gateway_provider "closed" must name at least one group '
+                     . '(omit it to open the provider to all)');
 
 fails_with('llm_gateway_zone with a too small size',
            conf_with("llm_gateway_zone llm_gateway:1k;\n"),

@@ -14,8 +14,9 @@
 
 namespace llmgw {
 
-// Which endpoint family a location serves (llm_gateway / llm_gateway_admin).
-enum LocMode : ngx_uint_t { kModeNone = 0, kModeApi = 1, kModeAdmin = 2 };
+// Which endpoint family a location serves (llm_gateway / llm_gateway_admin /
+// llm_gateway_passthrough).
+enum LocMode : ngx_uint_t { kModeNone = 0, kModeApi = 1, kModeAdmin = 2, kModePassthrough = 3 };
 
 // Everything C++ the main conf owns; lives in cf->pool, destroyed by a pool
 // cleanup when the cycle goes.
@@ -50,6 +51,7 @@ MainConf* main_conf(ngx_http_request_t* r);
 struct LocConf {
     ngx_uint_t mode;          // LocMode; not inherited
     off_t max_body_size;      // llm_gateway_max_body_size
+    ngx_str_t prefix;         // passthrough: the location's prefix (the provider name follows it)
 };
 
 }  // namespace llmgw

@@ -54,6 +54,8 @@ ngx_command_t commands[] = {
      nullptr},
     {ngx_string("llm_gateway_admin"), NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS, set_admin, NGX_HTTP_LOC_CONF_OFFSET, 0,
      nullptr},
+    {ngx_string("llm_gateway_passthrough"), NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS, set_passthrough,
+     NGX_HTTP_LOC_CONF_OFFSET, 0, nullptr},
     {ngx_string("llm_gateway_max_body_size"), NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1,
      ngx_conf_set_off_slot, NGX_HTTP_LOC_CONF_OFFSET, offsetof(LocConf, max_body_size), nullptr},
     ngx_null_command};
@@ -181,6 +183,9 @@ ngx_int_t postconfiguration(ngx_conf_t* cf) {
     auto* h = static_cast<ngx_http_handler_pt*>(handlers.elts);
     ngx_memmove(h + 1, h, (handlers.nelts - 1) * sizeof(ngx_http_handler_pt));
     h[0] = access_handler;
+    auto* pre = static_cast<ngx_http_handler_pt*>(ngx_array_push(&cmcf->phases[NGX_HTTP_PRECONTENT_PHASE].handlers));
+    if (pre == nullptr) return NGX_ERROR;
+    *pre = subrequest_precontent;
     return init_filters(cf);
 }
 

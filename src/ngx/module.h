@@ -11,6 +11,7 @@
 #include "core/codec/codec_kind.h"
 #include "core/codec/openai.h"
 #include "core/discovery/model_list.h"
+#include "core/http/multipart.h"
 #include "core/log/log_escape.h"
 #include "ngx/ngx_incl.h"
 #include "ngx/main_conf.h"
@@ -52,8 +53,14 @@ struct RequestCtx {
     const UserConf* user = nullptr;
 
     // request
-    std::string body;                 // client body as received
-    std::unique_ptr<RequestDoc> doc;
+    // The client body as received, one contiguous view: nginx's buffer,
+    // body_store, or nginx's temp file mapped read-only (never copied).
+    std::string_view body;
+    std::string body_store;           // the body's bytes when nginx held them in several buffers
+    std::unique_ptr<RequestDoc> doc;  // Json routes
+    std::string form_boundary;        // Multipart routes: the Content-Type's boundary
+    FormScan form;                    // Multipart routes: the scanned body
+    std::string_view passthrough_path;   // passthrough: the path below the provider's base (in r->uri)
     Resolution resolved;
 
     // The provider calls, in the order they ran; chosen: the one whose
@@ -113,6 +120,11 @@ bool is_credential_header(const ngx_table_elt_t& h);
 
 // access.cpp
 ngx_int_t access_handler(ngx_http_request_t* r);
+// body.cpp: ctx->body from r->request_body (false: it could not be read)
+bool read_body_view(ngx_http_request_t* r, RequestCtx* ctx);
+// passthrough.cpp: the provider and path of a passthrough request (NGX_OK),
+// or its answer (404 unknown provider, 400 refused path; NGX_DONE).
+ngx_int_t route_passthrough(ngx_http_request_t* r, RequestCtx* ctx, const LocConf* lcf);
 
 // content.cpp
 ngx_int_t content_handler(ngx_http_request_t* r);
@@ -129,6 +141,9 @@ enum class Resume { RunPhases, Finalize };
 ngx_int_t await_store(ngx_http_request_t* r, RequestCtx* ctx, Resume how,
                       const std::function<void(std::function<void()> answered)>& ask,
                       std::function<ngx_int_t()> finish);
+
+// call.cpp: a provider subrequest's Content-Length, once its location is chosen.
+ngx_int_t subrequest_precontent(ngx_http_request_t* r);
 
 // relay.cpp
 ngx_int_t init_filters(ngx_conf_t* cf);
@@ -181,6 +196,7 @@ char* set_group(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
 char* set_alias(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
 char* set_api(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
 char* set_admin(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
+char* set_passthrough(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
 char* set_zone(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);   // conf: MainConf
 char* set_price(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
 char* set_users_file(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);

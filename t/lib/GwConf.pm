@@ -54,12 +54,13 @@ sub provider_directive {
     $d .= " models=$p{models}" if defined $p{models};
     $d .= " default" if $p{default};
     $d .= " discover=$p{discover}" if defined $p{discover};
+    $d .= " groups=$p{groups}" if defined $p{groups};
     return "$d;\n";
 }
 
 # A whole http-block text:
 #   providers => [ {name, upstream (placeholder name, default MOCK), server,
-#                   key, models, default, type, discover, loc_extra}, ... ]
+#                   key, models, default, type, discover, groups, loc_extra}, ... ]
 #                (default: one provider "mock", key sk-provider-secret,
 #                 models gpt-4o-mini,text-embedding-3-small, default)
 #   http      => more http-level directives (users, aliases, limits, ...)

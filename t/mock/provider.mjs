@@ -12,6 +12,9 @@
 //   OpenAI     POST /v1/chat/completions (JSON or SSE), POST /v1/embeddings,
 //              GET /v1/models, GET /v1/models/{id}
 //   Anthropic  POST /v1/messages (JSON or SSE with the real event names)
+//   Media      POST /v1/images/generations, POST /v1/audio/speech (audio/mpeg
+//              bytes: speechBytes(input), sent in pieces), POST /v1/audio/transcriptions
+//              (multipart/form-data: exactly one model part required)
 //   Gemini     POST /v1beta/models/{model}:generateContent
 //              POST /v1beta/models/{model}:streamGenerateContent[?alt=sse]
 //              POST /v1beta/models/{model}:embedContent, :batchEmbedContents
@@ -26,6 +29,7 @@
 //   POST   /__mock/reset     -> forget requests, scripts and counters
 // See docs/testing.md for the script format.
 
+import crypto from 'node:crypto';
 import http from 'node:http';
 import { URL } from 'node:url';
 
@@ -373,12 +377,99 @@ function geminiEmbed(rec, res, action) {
   sendJson(res, 200, { embeddings: body.requests.map((_, i) => ({ values: fakeEmbedding(i) })) });
 }
 
+// ------------------------------------------------------------ media
+
+// The speech bytes for an input: every byte value occurs, CR and LF too, so
+// a relay that altered any byte shows. t/js/media.mjs computes the same.
+function speechBytes(input) {
+  const n = 3000 + 97 * String(input).length;
+  const b = Buffer.alloc(n);
+  for (let i = 0; i < n; i++) b[i] = (i * 7 + 3) & 255;
+  return b;
+}
+
+const sha256 = (buf) => crypto.createHash('sha256').update(buf).digest('hex');
+
+// multipart/form-data parts of a raw body: [{name, filename, content_type, size, sha256, value}]
+// (value: the text of a part without a filename, up to 1 KiB); undefined when unparseable.
+function formParts(raw, contentType) {
+  const m = /^multipart\/form-data;.*boundary=(?:"([^"]+)"|([^;\s]+))/i.exec(contentType ?? '');
+  if (!m) return undefined;
+  const delim = Buffer.from('\r\n--' + (m[1] ?? m[2]));
+  let pos = raw.indexOf(delim.subarray(2));
+  if (pos !== 0) return undefined;
+  pos += delim.length - 2;
+  const parts = [];
+  for (let guard = 0; guard < 10000; guard++) {
+    if (raw.subarray(pos, pos + 2).toString() === '--') return parts;
+    if (raw.subarray(pos, pos + 2).toString() !== '\r\n') return undefined;
+    pos += 2;
+    const hend = raw.indexOf('\r\n\r\n', pos);
+    if (hend < 0) return undefined;
+    const headers = raw.subarray(pos, hend).toString('latin1');
+    const next = raw.indexOf(delim, hend + 4);
+    if (next < 0) return undefined;
+    const content = raw.subarray(hend + 4, next);
+    const name = /name="([^"]*)"/i.exec(headers)?.[1];
+    const filename = /filename="([^"]*)"/i.exec(headers)?.[1];
+    const ct = /content-type:\s*([^\r\n]+)/i.exec(headers)?.[1];
+    parts.push({ name, filename, content_type: ct, size: content.length, sha256: sha256(content),
+                 value: filename === undefined && content.length <= 1024 ? content.toString('utf8') : undefined });
+    pos = next + delim.length;
+  }
+  return undefined;
+}
+
+function openaiImages(rec, res) {
+  const body = rec.json;
+  if (typeof body.model !== 'string' || body.model === '')
+    return sendJson(res, 400, openaiError('you must provide a model parameter', 'invalid_request_error', null, 'model'));
+  if (typeof body.prompt !== 'string')
+    return sendJson(res, 400, openaiError("Missing required parameter: 'prompt'.", 'invalid_request_error', 'missing_required_parameter', 'prompt'));
+  const n = typeof body.n === 'number' ? body.n : 1;
+  const data = [];
+  for (let i = 0; i < n; i++) data.push({ b64_json: Buffer.from(`image ${i} of ${body.prompt}`).toString('base64') });
+  sendJson(res, 200, { created: created(), data,
+                       usage: { input_tokens: 12, output_tokens: 4160, total_tokens: 4172 } });
+}
+
+async function openaiSpeech(rec, res) {
+  const body = rec.json;
+  if (typeof body.model !== 'string' || typeof body.input !== 'string' || typeof body.voice !== 'string')
+    return sendJson(res, 400, openaiError('model, input and voice are required', 'invalid_request_error'));
+  const audio = speechBytes(body.input);
+  res.writeHead(200, { 'content-type': 'audio/mpeg' });
+  for (let i = 0; i < audio.length; i += 1000) {
+    if (res.destroyed) return;
+    res.write(audio.subarray(i, i + 1000));
+    await sleep(5);
+  }
+  res.end();
+}
+
+function openaiTranscription(rec, res) {
+  const parts = rec.parts;
+  if (parts === undefined)
+    return sendJson(res, 400, openaiError('Could not parse multipart form', 'invalid_request_error'));
+  const models = parts.filter((p) => p.name === 'model');
+  const file = parts.find((p) => p.name === 'file');
+  if (models.length !== 1 || !file)
+    return sendJson(res, 400, openaiError('exactly one model and a file are required', 'invalid_request_error'));
+  const format = parts.find((p) => p.name === 'response_format')?.value ?? 'json';
+  const text = `transcribed ${file.size} bytes with ${models[0].value}`;
+  if (format === 'text') {
+    res.writeHead(200, { 'content-type': 'text/plain; charset=utf-8' });
+    return res.end(text);
+  }
+  sendJson(res, 200, { text, usage: { type: 'tokens', input_tokens: 20, output_tokens: 8, total_tokens: 28 } });
+}
+
 // ------------------------------------------------------------ dispatcher
 
 async function defaultReply(rec, res) {
   const { method, path } = rec;
   const isPost = method === 'POST';
-  if (isPost && rec.json === undefined) {
+  if (isPost && rec.json === undefined && path !== '/v1/audio/transcriptions') {
     if (path.startsWith('/v1/messages'))
       return sendJson(res, 400, anthropicError('There was an error parsing the body of your request'));
     if (path.startsWith('/v1beta/'))
@@ -386,6 +477,9 @@ async function defaultReply(rec, res) {
     return sendJson(res, 400, openaiError(
       "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly. The OpenAI API expects a JSON payload, but what was sent was not valid JSON.)"));
   }
+  if (isPost && path === '/v1/audio/transcriptions') return openaiTranscription(rec, res);
+  if (isPost && path === '/v1/images/generations') return openaiImages(rec, res);
+  if (isPost && path === '/v1/audio/speech') return openaiSpeech(rec, res);
   if (isPost && path === '/v1/chat/completions') return openaiChat(rec, res);
   if (isPost && path === '/v1/embeddings') return openaiEmbeddings(rec, res);
   if (method === 'GET' && path === '/v1/models') return openaiModels(res);
@@ -455,12 +549,16 @@ const server = http.createServer((req, res) => {
       path,
       query: url.search.startsWith('?') ? url.search.slice(1) : '',
       headers: { ...req.headers },
-      body: raw.toString('utf8'),
+      // Bodies over 1 MiB are recorded by size and digest only.
+      body: raw.length <= 1048576 ? raw.toString('utf8') : '',
+      body_size: raw.length,
+      body_sha256: sha256(raw),
       json: undefined,
       completed: false,
       aborted: false,
     };
-    if (raw.length) { try { rec.json = JSON.parse(rec.body); } catch { /* not JSON */ } }
+    if (raw.length && rec.body) { try { rec.json = JSON.parse(rec.body); } catch { /* not JSON */ } }
+    if (/^multipart\/form-data/i.test(req.headers['content-type'] ?? '')) rec.parts = formParts(raw, req.headers['content-type']);
     requests.push(rec);
     res.on('finish', () => { rec.completed = true; });
     res.on('close', () => { if (!rec.completed) rec.aborted = true; });

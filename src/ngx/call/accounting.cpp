@@ -3,6 +3,7 @@
 // last-seen stamps at most once per scope per minute per worker.
 #include "core/metering/accounting.h"
 #include "ngx/call/call.h"
+#include "ngx/http/routes.h"
 #include "ngx/module.h"
 #include "ngx/worker.h"
 
@@ -63,9 +64,20 @@ bool call_served(const Call& c, bool cancelled) {
     }
 }
 
-std::string provmodel_of(const RequestCtx& ctx, const Call& c) {
-    return c.provider->name + "/" + (c.target ? c.target->upstream_model : ctx.resolved.upstream_model);
+// A passthrough's model is the one its answer names ("" when none).
+std::string_view upstream_model_of(const RequestCtx& ctx, const Call& c) {
+    if (ctx.route != nullptr && ctx.route->tally == Tally::Sniffed) {
+        return c.answered() ? std::string_view(c.outcome().model) : std::string_view();
+    }
+    return c.target ? c.target->upstream_model : ctx.resolved.upstream_model;
 }
+
+std::string provmodel_of(const RequestCtx& ctx, const Call& c) {
+    std::string_view m = upstream_model_of(ctx, c);
+    return c.provider->name + "/" + (m.empty() ? std::string("other") : std::string(m));
+}
+
+Tally tally_of(const RequestCtx& ctx) { return ctx.route != nullptr ? ctx.route->tally : Tally::Tokens; }
 
 // The price of the model that answered: the admitted one's, or, after a
 // failover to another model, that model's own.
@@ -122,7 +134,45 @@ void account_request(ngx_log_t* log, MainConf* mcf, RequestCtx* ctx, bool cancel
     // The deltas view these strings: they outlive apply().
     const std::string overflow = call->provider->name + "/other";
     const std::string provmodel = provmodel_of(*ctx, *call);
-    if (call_served(*call, cancelled)) {
+    const Tally tally = tally_of(*ctx);
+    if (tally == Tally::Requests && call_served(*call, cancelled)) {
+        // Images and audio: the model's request after a complete answer; no
+        // tokens, no cost (accounting rule 5).
+        if (call->answered() && call->outcome().end == EndState::Complete) {
+            in.model = call->target ? call->target->canonical : ctx->resolved.canonical;
+            in.model_overflow = overflow;
+            deltas = accounting_deltas(in);
+            ngx_log_error(NGX_LOG_INFO, log, 0, "llm_gateway: usage user=\"%s\" model=\"%s\" route=\"%s\" (requests only)",
+                          log_value(ctx->user->name).c_str(), log_value(in.model).c_str(), ctx->route->name);
+        }
+    } else if (tally == Tally::Sniffed && call_served(*call, cancelled)) {
+        // Passthrough: tokens and cost only when the answer carried usage;
+        // the model scope when it named its model. Never estimated.
+        const CodecResult& res = call->outcome();
+        std::string_view model = upstream_model_of(*ctx, *call);
+        if (!model.empty()) {
+            in.model = call->provider->name + "/" + std::string(model);
+            in.model_overflow = overflow;
+        }
+        if (res.usage.present && usage_plausible(res.usage, mcf->max_tokens_per_request)) {
+            in.scopes = scopes;
+            in.usage = res.usage;
+            const Price* price = model.empty() ? nullptr
+                                               : mcf->state->prices.find(call->provider->name,
+                                                                         provider_type_name(call->provider->type), model);
+            in.cost_micros = price ? cost_micros(*price, in.usage.prompt_tokens, in.usage.completion_tokens) : 0;
+        }
+        if (!in.model.empty() || !in.scopes.empty()) {
+            deltas = accounting_deltas(in);
+            ngx_log_error(NGX_LOG_INFO, log, 0,
+                          "llm_gateway: usage user=\"%s\" model=\"%s\" prompt_tokens=%L completion_tokens=%L "
+                          "cost_micro_usd=%L route=\"passthrough\"%s",
+                          log_value(ctx->user->name).c_str(), log_value(in.model).c_str(),
+                          static_cast<long long>(in.usage.prompt_tokens),
+                          static_cast<long long>(in.usage.completion_tokens), static_cast<long long>(in.cost_micros),
+                          in.scopes.empty() ? " (no usage in the answer)" : "");
+        }
+    } else if (tally == Tally::Tokens && call_served(*call, cancelled)) {
         in.scopes = scopes;
         in.model = call->target ? call->target->canonical : ctx->resolved.canonical;
         in.model_overflow = overflow;

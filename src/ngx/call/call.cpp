@@ -17,6 +17,9 @@ bool hop_or_body_header(const ngx_table_elt_t& h) {
         "content-length", "transfer-encoding", "content-type", "accept-encoding", "expect",
         "connection",     "keep-alive",        "te",           "upgrade",         "host",
         "proxy-connection",
+        // Headers some servers take as the host or the path instead of the
+        // request's own: the caller cannot steer the call with them.
+        "forwarded", "x-forwarded-host", "x-host", "x-original-url", "x-rewrite-url",
     };
     for (std::string_view n : names) {
         if (header_name_is(h.key, n)) return true;
@@ -41,7 +44,7 @@ ngx_table_elt_t* push_header(ngx_list_t* list, ngx_pool_t* pool, std::string_vie
 
 // The provider sees the caller's headers minus every credential, upstream
 // organisation header and hop-by-hop/body header, plus the codec's headers.
-ngx_int_t build_sr_headers(ngx_http_request_t* r, ngx_http_request_t* sr, const UpstreamRequest& up) {
+ngx_int_t build_sr_headers(ngx_http_request_t* r, ngx_http_request_t* sr, const UpstreamRequest& up, off_t length) {
     ngx_http_headers_in_t& hi = sr->headers_in;
     if (ngx_list_init(&hi.headers, r->pool, 16, sizeof(ngx_table_elt_t)) != NGX_OK) return NGX_ERROR;
 
@@ -77,7 +80,7 @@ ngx_int_t build_sr_headers(ngx_http_request_t* r, ngx_http_request_t* sr, const 
     hi.chunked = 0;
     hi.connection_type = 0;
     hi.keep_alive_n = -1;
-    hi.content_length_n = static_cast<off_t>(up.body.size());
+    hi.content_length_n = length;
 
     for (const auto& [name, value] : up.headers) {
         ngx_table_elt_t* h = push_header(&hi.headers, r->pool, name, value);
@@ -86,6 +89,73 @@ ngx_int_t build_sr_headers(ngx_http_request_t* r, ngx_http_request_t* sr, const 
         if (header_name_is(h->key, "authorization")) hi.authorization = h;
     }
     return NGX_OK;
+}
+
+ngx_uint_t method_code(std::string_view m) {
+    static const struct {
+        std::string_view name;
+        ngx_uint_t code;
+    } methods[] = {{"GET", NGX_HTTP_GET},       {"HEAD", NGX_HTTP_HEAD},       {"POST", NGX_HTTP_POST},
+                   {"PUT", NGX_HTTP_PUT},       {"DELETE", NGX_HTTP_DELETE},   {"PATCH", NGX_HTTP_PATCH},
+                   {"OPTIONS", NGX_HTTP_OPTIONS}};
+    for (const auto& e : methods) {
+        if (e.name == m) return e.code;
+    }
+    return NGX_HTTP_UNKNOWN;
+}
+
+// A read-only memory buffer over bytes that outlive the subrequest (start
+// = pos: nginx rewinds request buffers to start when it retries the call).
+ngx_chain_t* view_link(ngx_pool_t* pool, std::string_view bytes) {
+    auto* b = static_cast<ngx_buf_t*>(ngx_calloc_buf(pool));
+    ngx_chain_t* cl = ngx_alloc_chain_link(pool);
+    if (b == nullptr || cl == nullptr) return nullptr;
+    auto* p = reinterpret_cast<u_char*>(const_cast<char*>(bytes.data()));
+    b->start = b->pos = p;
+    b->end = b->last = p + bytes.size();
+    b->memory = bytes.empty() ? 0 : 1;   // an empty one is special (it only marks the end)
+    cl->buf = b;
+    cl->next = nullptr;
+    return cl;
+}
+
+// The subrequest's body: the codec's bytes, or the caller's body as
+// received around the codec's splice (views, never a copy of the body).
+ngx_chain_t* body_chain(ngx_pool_t* pool, const CallerRequest& in, const UpstreamRequest& up, off_t& total) {
+    std::string_view own;
+    if (!up.body.empty()) {
+        ngx_str_t copy = pstr(pool, up.body);
+        if (copy.data == nullptr) return nullptr;
+        own = std::string_view(reinterpret_cast<const char*>(copy.data), copy.len);
+    }
+    std::string_view pieces[3];
+    if (up.caller_body) {
+        const std::size_t at = up.splice_at <= in.body.size() ? up.splice_at : in.body.size();
+        const std::size_t len = up.splice_len <= in.body.size() - at ? up.splice_len : in.body.size() - at;
+        pieces[0] = in.body.substr(0, at);
+        pieces[1] = own;
+        pieces[2] = in.body.substr(at + len);
+    } else {
+        pieces[1] = own;
+    }
+    ngx_chain_t* head = nullptr;
+    ngx_chain_t** next = &head;
+    ngx_chain_t* last = nullptr;
+    total = 0;
+    for (std::string_view piece : pieces) {
+        if (piece.empty()) continue;
+        ngx_chain_t* cl = view_link(pool, piece);
+        if (cl == nullptr) return nullptr;
+        *next = last = cl;
+        next = &cl->next;
+        total += static_cast<off_t>(piece.size());
+    }
+    if (last == nullptr) {   // no body: one empty buffer that only marks the end
+        last = head = view_link(pool, {});
+        if (head == nullptr) return nullptr;
+    }
+    last->buf->last_buf = 1;
+    return head;
 }
 
 std::string find_header(ngx_http_request_t* sr, std::string_view name) {
@@ -130,11 +200,10 @@ ngx_int_t Call::start(ngx_http_request_t* r, const CallerRequest& in, Join* join
     auto* ps = static_cast<ngx_http_post_subrequest_t*>(ngx_palloc(r->pool, sizeof(ngx_http_post_subrequest_t)));
     auto* sub = static_cast<SubCtx*>(ngx_palloc(r->pool, sizeof(SubCtx)));
     auto* rb = static_cast<ngx_http_request_body_t*>(ngx_pcalloc(r->pool, sizeof(ngx_http_request_body_t)));
-    ngx_str_t body = pstr(r->pool, up.body);
     ngx_str_t method = pstr(r->pool, up.method);
-    ngx_buf_t* b = static_cast<ngx_buf_t*>(ngx_calloc_buf(r->pool));
-    ngx_chain_t* cl = ngx_alloc_chain_link(r->pool);
-    if (!sr_uri.data || (!args.empty() && !sr_args.data) || !ps || !sub || !rb || !body.data || !method.data || !b || !cl) return NGX_ERROR;
+    off_t length = 0;
+    ngx_chain_t* body = body_chain(r->pool, in, up, length);
+    if (!sr_uri.data || (!args.empty() && !sr_args.data) || !ps || !sub || !rb || !method.data || !body) return NGX_ERROR;
 
     ps->handler = done_handler;
     ps->data = this;
@@ -142,19 +211,14 @@ ngx_int_t Call::start(ngx_http_request_t* r, const CallerRequest& in, Join* join
     ngx_http_request_t* s = nullptr;
     if (ngx_http_subrequest(r, &sr_uri, args.empty() ? nullptr : &sr_args, &s, ps, 0) != NGX_OK) return NGX_ERROR;
 
-    if (body.len > 0) {
-        b->pos = body.data;
-        b->last = body.data + body.len;
-        b->memory = 1;
-    }
-    b->last_buf = 1;
-    cl->buf = b;
-    cl->next = nullptr;
-    rb->bufs = cl;
+    rb->bufs = body;
     s->request_body = rb;
-    s->method = up.method == "GET" ? NGX_HTTP_GET : NGX_HTTP_POST;
+    s->method = method_code(up.method);
     s->method_name = method;
-    if (build_sr_headers(r, s, up) != NGX_OK) return NGX_ERROR;
+    // A bodiless request says nothing about a body (no "Content-Length: 0" on a GET).
+    const bool body_method = s->method & (NGX_HTTP_POST | NGX_HTTP_PUT | NGX_HTTP_PATCH);
+    if (build_sr_headers(r, s, up, -1) != NGX_OK) return NGX_ERROR;
+    sub->body_length = length == 0 && !body_method ? -1 : length;   // set in the PRECONTENT phase
 
     sub->call = this;
     ngx_http_set_ctx(s, sub, ngx_http_llm_gateway_module);
@@ -163,6 +227,13 @@ ngx_int_t Call::start(ngx_http_request_t* r, const CallerRequest& in, Join* join
     join_ = join;
     if (join_ != nullptr) ++join_->pending;
     return NGX_OK;
+}
+
+ngx_int_t subrequest_precontent(ngx_http_request_t* r) {
+    if (r == r->main) return NGX_DECLINED;
+    auto* sub = static_cast<SubCtx*>(ngx_http_get_module_ctx(r, ngx_http_llm_gateway_module));
+    if (sub != nullptr) r->headers_in.content_length_n = sub->body_length;
+    return NGX_DECLINED;
 }
 
 ngx_int_t Call::on_header(ngx_http_request_t* s) {

@@ -92,6 +92,11 @@ ngx_int_t request_on_stream_bytes(Call& call, std::string_view bytes);
 // sr->ctx of a provider subrequest.
 struct SubCtx {
     Call* call;
+    // The body's length, given to the subrequest only once nginx has chosen
+    // its location: nginx would hold the provider location's
+    // client_max_body_size against it, and the client's body was bounded
+    // (llm_gateway_max_body_size) already. -1: no body.
+    off_t body_length;
 };
 
 }  // namespace llmgw

@@ -99,10 +99,11 @@ ngx_int_t answer_whole(ngx_http_request_t* r, RequestCtx* ctx, Call& call) {
 // A streamed answer whose head went out: its last bytes.
 ngx_int_t answer_stream(ngx_http_request_t* r, Call& call) {
     const CodecResult& res = call.outcome();
-    const bool sse = !call.codec->spilled();
+    const bool sse = call.codec->event_stream();
     switch (res.end) {
     case EndState::Complete:
     case EndState::StreamError:
+    case EndState::UpstreamError:   // a passthrough's error status, relayed as it came
         return finish(r, call.pending());
     case EndState::Invalid:
         ngx_log_error(NGX_LOG_WARN, r->connection->log, 0, "llm_gateway: provider \"%s\" sent an invalid response: %s",
@@ -167,7 +168,8 @@ namespace {
 // provider gave no answer, a 429, a 5xx, an invalid answer, or a whole
 // answer cut short.
 bool retryable(const RequestCtx& ctx, const Call& c) {
-    if (ctx.head_sent) return false;
+    // A passthrough may not be idempotent (a batch, an upload): one attempt.
+    if (ctx.head_sent || codec_for(ctx) == CodecKind::Passthrough) return false;
     if (call_failed(c)) return true;
     return c.answered() && c.outcome().end == EndState::Cut;
 }
@@ -229,6 +231,11 @@ Launch launch(ngx_http_request_t* r, RequestCtx* ctx) {
         in.doc = ctx->doc.get();
         in.upstream_model = t.upstream_model;
         in.provider_key = t.provider->key;
+        in.method = sv(r->method_name);
+        in.path = ctx->passthrough_path;
+        in.query = sv(r->args);
+        if (r->headers_in.content_type != nullptr) in.content_type = sv(r->headers_in.content_type->value);
+        in.form = &ctx->form;
         std::string refusal;
         ngx_int_t rc = call.start(r, in, nullptr, &refusal);
         if (rc == NGX_OK) {
@@ -489,7 +496,7 @@ ngx_int_t request_on_stream_head(Call& call) {
     RequestCtx* ctx = call.req;
     if (&call != ctx->chosen || call.mode != Call::Mode::Relay || ctx->head_sent) return NGX_OK;
     ngx_http_request_t* r = call.sr->main;
-    const bool sse = !call.codec->spilled();
+    const bool sse = call.codec->event_stream();
     set_head(r, call, sse);
     r->headers_out.content_length_n = -1;
     if (sse) {

@@ -85,6 +85,13 @@ char* provider(ngx_conf_t* cf, GatewayState* st) {
             p.key_ref = describe_secret_ref(prm.value);
         } else if (prm.name == "models" && prm.has_eq) {
             p.models = split_list(prm.value);
+        } else if (prm.name == "groups" && prm.has_eq) {
+            p.groups = split_list(prm.value);
+            p.restricted = true;
+            if (p.groups.empty()) {
+                return conf_error(cf, "groups= of llm_gateway_provider \"" + p.name +
+                                          "\" must name at least one group (omit it to open the provider to all)");
+            }
         } else if (prm.name == "default" && !prm.has_eq) {
             p.is_default = true;
         } else if (prm.name == "discover" && prm.has_eq) {
@@ -170,10 +177,23 @@ char* set_mode(ngx_conf_t* cf, void* conf, LocMode mode) {
     auto* lcf = static_cast<LocConf*>(conf);
     if (lcf->mode != NGX_CONF_UNSET_UINT) {
         return lcf->mode == mode ? const_cast<char*>("is duplicate")
-                                 : conf_error(cf, "llm_gateway and llm_gateway_admin cannot share a location");
+                                 : conf_error(cf, "llm_gateway, llm_gateway_admin and llm_gateway_passthrough "
+                                                  "cannot share a location");
+    }
+    auto* clcf = static_cast<ngx_http_core_loc_conf_t*>(ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module));
+    if (mode == kModePassthrough) {
+        // The provider's name is the path segment after the location's prefix.
+        bool regex = false;
+#if (NGX_PCRE)
+        regex = clcf->regex != nullptr;
+#endif
+        if (regex || clcf->named || clcf->exact_match || clcf->name.len == 0) {
+            return conf_error(cf, "llm_gateway_passthrough needs a prefix location, "
+                                  "e.g. location /passthrough/ { llm_gateway_passthrough; }");
+        }
+        lcf->prefix = clcf->name;
     }
     lcf->mode = mode;
-    auto* clcf = static_cast<ngx_http_core_loc_conf_t*>(ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module));
     clcf->handler = content_handler;
     return NGX_CONF_OK;
 }
@@ -272,5 +292,6 @@ char* set_user(ngx_conf_t* cf, ngx_command_t*, void* conf) { return guarded(cf, 
 char* set_alias(ngx_conf_t* cf, ngx_command_t*, void* conf) { return guarded(cf, alias, conf); }
 char* set_api(ngx_conf_t* cf, ngx_command_t*, void* conf) { return set_mode(cf, conf, kModeApi); }
 char* set_admin(ngx_conf_t* cf, ngx_command_t*, void* conf) { return set_mode(cf, conf, kModeAdmin); }
+char* set_passthrough(ngx_conf_t* cf, ngx_command_t*, void* conf) { return set_mode(cf, conf, kModePassthrough); }
 
 }  // namespace llmgw

@@ -40,7 +40,9 @@ ngx_int_t render(ngx_http_request_t* r) {
     for (std::size_t i = 0; i < discovered.size(); ++i) {
         if (providers(r)[i].discover_ms > 0) discovered[i] = model_cache_read(mcf, i);
     }
-    return send_json(r, NGX_HTTP_OK, render_models(mcf->state->config, discovered));
+    const RequestCtx* ctx = get_ctx(r);
+    std::string_view group = ctx != nullptr && ctx->user != nullptr ? std::string_view(ctx->user->group) : std::string_view();
+    return send_json(r, NGX_HTTP_OK, render_models(mcf->state->config, discovered, group));
 }
 
 // The end of the refresh: store or keep each list, then answer.

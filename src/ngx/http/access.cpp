@@ -3,6 +3,7 @@
 // here is answered with the gateway's error envelope and never reaches the
 // content handler; one that passes carries everything the content handler
 // needs in its RequestCtx.
+#include "core/codec/codec.h"
 #include "core/json/envelope.h"
 #include "ngx/http/routes.h"
 #include "ngx/module.h"
@@ -22,25 +23,6 @@ void log_auth_failure(ngx_http_request_t* r, const char* why) {
                   log_value(sv(r->method_name)).c_str(), log_value(sv(r->uri)).c_str(), &r->connection->addr_text);
 }
 
-// Reads the buffered body (memory and, for large bodies, the temp file).
-bool collect_body(ngx_http_request_t* r, std::string& out) {
-    if (r->request_body == nullptr) return true;
-    for (ngx_chain_t* cl = r->request_body->bufs; cl; cl = cl->next) {
-        ngx_buf_t* b = cl->buf;
-        if (b->in_file) {
-            off_t size = b->file_last - b->file_pos;
-            std::size_t at = out.size();
-            out.resize(at + static_cast<std::size_t>(size));
-            ssize_t n = ngx_read_file(b->file, reinterpret_cast<u_char*>(&out[at]), static_cast<size_t>(size),
-                                      b->file_pos);
-            if (n != static_cast<ssize_t>(size)) return false;
-        } else {
-            out.append(reinterpret_cast<const char*>(b->pos), static_cast<std::size_t>(b->last - b->pos));
-        }
-    }
-    return true;
-}
-
 void body_ready(ngx_http_request_t* r);
 
 ngx_int_t admitted_or_admit(ngx_http_request_t* r, RequestCtx* ctx, const RouteRow& row) {
@@ -49,26 +31,72 @@ ngx_int_t admitted_or_admit(ngx_http_request_t* r, RequestCtx* ctx, const RouteR
     return NGX_DECLINED;
 }
 
+// The model names a target the caller may use (the 404 hides providers
+// closed to the caller's group).
+ngx_int_t resolve(ngx_http_request_t* r, RequestCtx* ctx, std::string_view model) {
+    std::string err;
+    if (!main_conf(r)->state->config.resolve_model(model, ctx->resolved, err)) {
+        return reject(r, NGX_HTTP_NOT_FOUND, err, "invalid_request_error", "model_not_found");
+    }
+    if (!restrict_to_group(ctx->resolved, ctx->user->group)) {
+        return reject(r, NGX_HTTP_NOT_FOUND,
+                      "The model `" + std::string(model) + "` does not exist or you do not have access to it.",
+                      "invalid_request_error", "model_not_found");
+    }
+    // 501 before admission: a route no target's provider type serves
+    // (docs/media.md) is not counted as a request.
+    for (const Target& t : ctx->resolved.targets) {
+        if (codec_serves(ctx->route->codec, t.provider->type)) return NGX_OK;
+    }
+    const ProviderConf& p = *ctx->resolved.provider;
+    return reject(r, NGX_HTTP_NOT_IMPLEMENTED,
+                  "provider \"" + log_value(p.name) + "\" (type " + std::string(provider_type_name(p.type)) +
+                      ") does not serve /v1/" + ctx->route->name,
+                  "invalid_request_error", "unsupported_endpoint");
+}
+
+// transcription: the three 400s of a multipart body, each with its own message.
+ngx_int_t read_form(ngx_http_request_t* r, RequestCtx* ctx) {
+    ctx->form = scan_form_data(ctx->body, ctx->form_boundary);
+    switch (ctx->form.status) {
+    case FormStatus::Ok: break;
+    case FormStatus::Malformed:
+        return reject(r, NGX_HTTP_BAD_REQUEST, "malformed multipart body", "invalid_request_error", "invalid_multipart");
+    case FormStatus::NoModel:
+        return reject(r, NGX_HTTP_BAD_REQUEST, "model is required", "invalid_request_error", "missing_model");
+    case FormStatus::DuplicateModel:
+        return reject(r, NGX_HTTP_BAD_REQUEST, "duplicate model field", "invalid_request_error", "duplicate_model");
+    }
+    if (ctx->form.model_truncated) {
+        return reject(r, NGX_HTTP_NOT_FOUND, "the model field is longer than any model id", "invalid_request_error",
+                      "model_not_found");
+    }
+    return resolve(r, ctx, ctx->form.model);
+}
+
 ngx_int_t after_body(ngx_http_request_t* r, RequestCtx* ctx) {
-    if (!collect_body(r, ctx->body)) {
+    if (!read_body_view(r, ctx)) {
         ngx_log_error(NGX_LOG_ERR, r->connection->log, ngx_errno, "llm_gateway: cannot read the buffered request body");
         return reject(r, NGX_HTTP_INTERNAL_SERVER_ERROR, "the request body could not be read", "server_error", "");
     }
     const RouteRow& row = *ctx->route;
-    if (row.body != BodyRule::Json) {
-        // A body rule with no reader yet: a table error, never a request's.
-        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "llm_gateway: route \"%s\" has no body reader",
-                      row.name);
-        return reject(r, NGX_HTTP_INTERNAL_SERVER_ERROR, "the request body could not be read", "server_error", "");
+    ngx_int_t rc = NGX_OK;
+    switch (row.body) {
+    case BodyRule::Json: {
+        std::string err;
+        ctx->doc = RequestDoc::parse(ctx->body, err);
+        if (!ctx->doc) return reject(r, NGX_HTTP_BAD_REQUEST, err, "invalid_request_error", "invalid_request");
+        rc = resolve(r, ctx, ctx->doc->info().model);
+        break;
     }
-    std::string err;
-    ctx->doc = RequestDoc::parse(ctx->body, err);
-    if (!ctx->doc) return reject(r, NGX_HTTP_BAD_REQUEST, err, "invalid_request_error", "invalid_request");
-
-    auto* mcf = static_cast<MainConf*>(ngx_http_get_module_main_conf(r, ngx_http_llm_gateway_module));
-    if (!mcf->state->config.resolve_model(ctx->doc->info().model, ctx->resolved, err)) {
-        return reject(r, NGX_HTTP_NOT_FOUND, err, "invalid_request_error", "model_not_found");
+    case BodyRule::Multipart:
+        rc = read_form(r, ctx);
+        break;
+    case BodyRule::Raw:   // relayed as it is; the target was chosen from the path
+    case BodyRule::None:
+        break;
     }
+    if (rc != NGX_OK) return rc;
     return admitted_or_admit(r, ctx, row);
 }
 
@@ -131,6 +159,20 @@ ngx_int_t start(ngx_http_request_t* r, RequestCtx* ctx, LocConf* lcf) {
     if (rc != NGX_OK) return rc;
     ctx->is_admin_traffic = row->mode == kModeAdmin;
     if (row->body == BodyRule::None) return admitted_or_admit(r, ctx, *row);
+    // What can be refused before the body is read, is.
+    if (row->body == BodyRule::Multipart) {
+        ngx_table_elt_t* ct = r->headers_in.content_type;
+        ctx->form_boundary = ct ? form_data_boundary(sv(ct->value)) : std::string();
+        if (ctx->form_boundary.empty()) {
+            return reject(r, NGX_HTTP_BAD_REQUEST,
+                          "malformed multipart body: the Content-Type must be multipart/form-data with a boundary",
+                          "invalid_request_error", "invalid_content_type");
+        }
+    }
+    if (row->body == BodyRule::Raw) {
+        rc = route_passthrough(r, ctx, lcf);
+        if (rc != NGX_OK) return rc;
+    }
 
     ctx->phase = RequestCtx::Phase::ReadingBody;
     rc = ngx_http_read_client_request_body(r, body_ready);

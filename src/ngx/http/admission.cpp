@@ -4,6 +4,7 @@
 // rejection instead).
 #include <unordered_map>
 
+#include "ngx/http/routes.h"
 #include "ngx/module.h"
 #include "ngx/worker.h"
 
@@ -75,7 +76,10 @@ std::vector<Scope> request_scopes(const RequestCtx& ctx) {
 
 ngx_int_t admit_request(ngx_http_request_t* r, RequestCtx* ctx) {
     MainConf* mcf = main_conf(r);
-    if (!ctx->is_admin_traffic && !priced_or_allowed(r, ctx, mcf)) {
+    // The 402 rule is for routes billed by tokens; media routes record no
+    // cost, and a passthrough's model is known only from its answer.
+    const bool billed = ctx->route != nullptr && ctx->route->tally == Tally::Tokens;
+    if (!ctx->is_admin_traffic && billed && !priced_or_allowed(r, ctx, mcf)) {
         ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
                       "llm_gateway: model \"%s\" has no price and a cost budget applies to user \"%s\"",
                       log_value(ctx->resolved.canonical).c_str(), log_value(ctx->user->name).c_str());

@@ -8,16 +8,23 @@ namespace llmgw {
 namespace {
 
 constexpr ngx_uint_t kGetHead = NGX_HTTP_GET | NGX_HTTP_HEAD;
+constexpr ngx_uint_t kAnyMethod = NGX_HTTP_GET | NGX_HTTP_HEAD | NGX_HTTP_POST | NGX_HTTP_PUT | NGX_HTTP_DELETE |
+                                  NGX_HTTP_PATCH | NGX_HTTP_OPTIONS;
+constexpr const char* kAnyAllow = "GET, HEAD, POST, PUT, DELETE, PATCH, OPTIONS";
 
 const RouteRow kRoutes[] = {
-    // mode        suffixes                 methods         allow        auth   body            name                   event route         codec                        metered handler
-    {kModeApi,   {"/chat/completions"},   NGX_HTTP_POST,  "POST",      true,  BodyRule::Json, "chat/completions",   "chat/completions", CodecKind::OpenAIChat,       true,  start_provider_call},
-    {kModeApi,   {"/messages"},           NGX_HTTP_POST,  "POST",      true,  BodyRule::Json, "messages",           "messages",         CodecKind::AnthropicMessages, true, start_provider_call},
-    {kModeApi,   {"/embeddings"},         NGX_HTTP_POST,  "POST",      true,  BodyRule::Json, "embeddings",         "embeddings",       CodecKind::OpenAIEmbeddings, true,  start_provider_call},
-    {kModeApi,   {"/models"},             kGetHead,       "GET, HEAD", true,  BodyRule::None, "models",             nullptr,            CodecKind::None,             false, models_handler},
-    {kModeAdmin, {"/admin", "/admin/"},   kGetHead,       "GET, HEAD", false, BodyRule::None, "admin",              nullptr,            CodecKind::None,             false, admin_shell},
-    {kModeAdmin, {"/admin/api/usage"},    kGetHead,       "GET, HEAD", true,  BodyRule::None, "admin/api/usage",    nullptr,            CodecKind::None,             true,  admin_usage},
-    {kModeAdmin, {"/admin/api/overview"}, kGetHead,       "GET, HEAD", true,  BodyRule::None, "admin/api/overview", nullptr,            CodecKind::None,             true,  admin_overview},
+    // mode           suffixes                    methods         allow        auth   body                 name                    event route             codec                          metered tally          handler
+    {kModeApi,        {"/chat/completions"},      NGX_HTTP_POST,  "POST",      true,  BodyRule::Json,      "chat/completions",     "chat/completions",     CodecKind::OpenAIChat,          true,  Tally::Tokens,   start_provider_call},
+    {kModeApi,        {"/messages"},              NGX_HTTP_POST,  "POST",      true,  BodyRule::Json,      "messages",             "messages",             CodecKind::AnthropicMessages,   true,  Tally::Tokens,   start_provider_call},
+    {kModeApi,        {"/embeddings"},            NGX_HTTP_POST,  "POST",      true,  BodyRule::Json,      "embeddings",           "embeddings",           CodecKind::OpenAIEmbeddings,    true,  Tally::Tokens,   start_provider_call},
+    {kModeApi,        {"/images/generations"},    NGX_HTTP_POST,  "POST",      true,  BodyRule::Json,      "images/generations",   "images",               CodecKind::OpenAIImages,        true,  Tally::Requests, start_provider_call},
+    {kModeApi,        {"/audio/speech"},          NGX_HTTP_POST,  "POST",      true,  BodyRule::Json,      "audio/speech",         "audio/speech",         CodecKind::OpenAISpeech,        true,  Tally::Requests, start_provider_call},
+    {kModeApi,        {"/audio/transcriptions"},  NGX_HTTP_POST,  "POST",      true,  BodyRule::Multipart, "audio/transcriptions", "audio/transcriptions", CodecKind::OpenAITranscription, true,  Tally::Requests, start_provider_call},
+    {kModeApi,        {"/models"},                kGetHead,       "GET, HEAD", true,  BodyRule::None,      "models",               nullptr,                CodecKind::None,                false, Tally::None,     models_handler},
+    {kModePassthrough, {},                        kAnyMethod,     kAnyAllow,   true,  BodyRule::Raw,       "passthrough",          "passthrough",          CodecKind::Passthrough,         true,  Tally::Sniffed,  start_provider_call},
+    {kModeAdmin,      {"/admin", "/admin/"},      kGetHead,       "GET, HEAD", false, BodyRule::None,      "admin",                nullptr,                CodecKind::None,                false, Tally::None,     admin_shell},
+    {kModeAdmin,      {"/admin/api/usage"},       kGetHead,       "GET, HEAD", true,  BodyRule::None,      "admin/api/usage",      nullptr,                CodecKind::None,                true,  Tally::None,     admin_usage},
+    {kModeAdmin,      {"/admin/api/overview"},    kGetHead,       "GET, HEAD", true,  BodyRule::None,      "admin/api/overview",   nullptr,                CodecKind::None,                true,  Tally::None,     admin_overview},
 };
 
 }  // namespace

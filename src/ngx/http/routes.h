@@ -17,11 +17,20 @@ enum class BodyRule {
     Raw,         // read whole, relayed as is
 };
 
+// What a metered route counts after the provider answered (the user, group
+// and total request counters are written by admission, before the call).
+enum class Tally {
+    None,       // nothing more (admin routes)
+    Tokens,     // tokens and cost (estimated when the answer has none) and the model's request
+    Requests,   // the model's request only: images and audio (accounting rule 5)
+    Sniffed,    // tokens and cost when the answer carries usage in a known shape (passthrough)
+};
+
 using RouteHandler = ngx_int_t (*)(ngx_http_request_t* r, RequestCtx* ctx);
 
 struct RouteRow {
     LocMode mode;
-    std::string_view suffixes[2];   // path suffixes (an empty one is unused)
+    std::string_view suffixes[2];   // path suffixes (an empty one is unused; none: every path)
     ngx_uint_t methods;             // NGX_HTTP_GET | ...
     const char* allow;              // Allow header of a 405
     bool authenticated;             // needs a key (admin mode: an admin key)
@@ -30,6 +39,7 @@ struct RouteRow {
     const char* event_route;        // the spec's event route value; nullptr: none
     CodecKind codec;
     bool metered;                   // goes through limit admission
+    Tally tally;                    // counted after the answer
     RouteHandler handler;           // content phase
 };
 
