@@ -30,7 +30,7 @@ UNIT_SRCS   := $(sort $(wildcard t/unit/*.cpp))
 # module's signature matches /usr/sbin/nginx.
 CONF_FLAGS_FILE := $(NGINX_SRC)/conf_flags
 
-.PHONY: all module unit test integration run bench deps clean js test-asan
+.PHONY: all module unit test integration run bench deps clean js test-asan fuzz
 
 all: module
 
@@ -87,6 +87,19 @@ test: deps
 # UndefinedBehaviorSanitizer, loaded into the stock nginx with libasan
 # preloaded; any sanitizer report in an error.log fails its test.
 ASAN_BUILD := $(BUILD)/asan
+# ---- fuzzing: libFuzzer targets of the core's parsers (clang) ----
+# make fuzz [FUZZ_SECONDS=60]: each target runs that long from its seed corpus.
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS := multipart
+fuzz:
+	@mkdir -p $(BUILD)/fuzz
+	@for t in $(FUZZ_TARGETS); do \
+	  clang++ -std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined -Isrc -o $(BUILD)/fuzz/$$t \
+	    fuzz/fuzz_$$t.cpp src/core/http/multipart.cpp || exit 1; \
+	  mkdir -p $(BUILD)/fuzz/corpus-$$t && cp -n fuzz/corpus/$$t/* $(BUILD)/fuzz/corpus-$$t/ 2>/dev/null; \
+	  $(BUILD)/fuzz/$$t -max_total_time=$(FUZZ_SECONDS) -max_len=4096 $(BUILD)/fuzz/corpus-$$t || exit 1; \
+	done
+
 test-asan: js
 	$(MAKE) --no-print-directory BUILD=$(ASAN_BUILD) module \
 	  NGX_CC_OPT="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined" \
