@@ -13,6 +13,7 @@ use Gw;
 use GwConf;
 use GwMeter;
 use GwRedis;
+use Digest::SHA ();
 use Test::More;
 
 Gw::need_module();
@@ -39,7 +40,7 @@ my $conf = GwConf::gateway(
           . "llm_gateway_user bob key=$BOB requests_per_minute=2;\n"
           . "llm_gateway_price oai/gpt-4o-mini input=0.15 output=0.6;\n"
           . "llm_gateway_price claude/claude-sonnet-4-5 input=3 output=15;\n",
-    server => "location /passthrough/ { llm_gateway_passthrough; }",
+    server => "location /passthrough/ { llm_gateway_passthrough; llm_gateway_max_body_size 8m; }",
 );
 my $ng = Gw::Nginx->start(conf => $conf, workers => 2, vars => { MOCK => $mock->port });
 
@@ -48,7 +49,7 @@ sub counts { my ($kind, $id) = @_; return { map { $_ => counter($kind, $id, $_) 
 
 sub pt {
     my ($method, $path, %o) = @_;
-    my %h = (Authorization => 'Bearer ' . ($o{key} // $KEY), %{ $o{headers} || {} });
+    my %h = (($o{no_bearer} ? () : (Authorization => 'Bearer ' . ($o{key} // $KEY))), %{ $o{headers} || {} });
     return Gw::stream_request($method, $ng->url("/passthrough$path"), headers => \%h, body => $o{body},
                               timeout => 15);
 }
@@ -135,6 +136,20 @@ subtest 'SSE relayed as it arrives, usage read from it' => sub {
     is($after->{tokout} - $before->{tokout}, 9, 'output tokens from message_delta');
 };
 
+subtest 'a 5 MB upload goes through uncopied and byte-exact' => sub {
+    $mock->reset;
+    my $blob = join '', map { chr(($_ * 31 + 7) % 256) } 0 .. (5 * 1024 * 1024 - 1);
+    my $r = pt(PUT => '/oai/uploads/up-1/parts', body => $blob,
+               headers => { 'Content-Type' => 'application/octet-stream' });
+    is($r->{status}, 404, 'the provider\'s answer (the mock has no such route)');
+    my $rec = last_rec();
+    is($rec->{method}, 'PUT', 'PUT');
+    is($rec->{body_size}, length $blob, 'every byte arrived');
+    is($rec->{body_sha256}, Digest::SHA::sha256_hex($blob), 'byte-exact');
+    is($rec->{headers}{'content-type'}, 'application/octet-stream', 'its content type');
+    is($rec->{headers}{'content-length'}, length $blob, 'with its length');
+};
+
 subtest 'upstream 4xx and 5xx relayed as they are' => sub {
     $mock->reset;
     $mock->script({ match => { path => '/v1/batches' }, status => 422,
@@ -156,10 +171,10 @@ subtest 'upstream 4xx and 5xx relayed as they are' => sub {
 
 subtest 'gemini: the provider key in its header, the caller\'s key nowhere' => sub {
     $mock->reset;
-    my $r = pt(POST => '/gem/v1beta/models/gemini-2.5-flash:generateContent?key=' . $KEY,
+    my $r = pt(POST => '/gem/v1beta/models/gemini-2.5-flash:generateContent?key=' . $KEY, no_bearer => 1,
                headers => { 'x-goog-api-key' => $KEY },
                body => { contents => [{ role => 'user', parts => [{ text => 'hi' }] }] });
-    is($r->{status}, 200, 'status 200');
+    is($r->{status}, 200, 'the gateway key in x-goog-api-key (Gemini\'s clients) is accepted');
     my $rec = last_rec();
     is($rec->{path}, '/v1beta/models/gemini-2.5-flash:generateContent', 'path with its colon');
     is($rec->{query}, '', 'the key= parameter dropped');
