@@ -41,7 +41,8 @@ my $conf = GwConf::gateway(
           . "llm_gateway_alias stt oai/whisper-1;\n"
           . "llm_gateway_alias painter oai/gpt-image-1;\n"
           . "llm_gateway_alias voice oai/gpt-4o-mini-tts;\n"
-          . "llm_gateway_alias opus claude/claude-sonnet-4-5;\n",
+          . "llm_gateway_alias opus claude/claude-sonnet-4-5;\n"
+          . "llm_gateway_alias mixed claude/claude-sonnet-4-5 oai/gpt-image-1;\n",
     api_extra => 'llm_gateway_max_body_size 30m;',
     server => "location /small/v1/ { llm_gateway; llm_gateway_max_body_size 64k; }",
 );
@@ -220,6 +221,10 @@ subtest 'provider types without these APIs: 501, not counted' => sub {
     my ($body, $ct) = multipart(parts => [[ model => 'opus' ], [ file => 'x', 'a.wav' ]]);
     is(post_form('/v1/audio/transcriptions', $body, $ct)->{status}, 501, 'transcription: 501');
     is(scalar(recorded()), 0, 'no upstream call');
+    $r = Gw::http(POST => $ng->url('/v1/images/generations'), headers => GwConf::bearer($KEY),
+                  body => { model => 'mixed', prompt => 'x' });
+    is($r->{status}, 200, 'an alias whose first target cannot serve images: its next target does');
+    is((recorded())[0]{json}{model}, 'gpt-image-1', 'the openai-type target was called');
 };
 
 subtest 'failed upstream calls count no model request' => sub {

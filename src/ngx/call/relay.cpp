@@ -560,15 +560,9 @@ std::unique_ptr<Codec> codec_for_attempt(const RequestCtx& ctx, const ProviderCo
     return make_codec(codec_for(ctx), opt);
 }
 
+// (The access phase answered 501 when no target's type serves the route;
+// launch() skips the targets that cannot.)
 ngx_int_t start_provider_call(ngx_http_request_t* r, RequestCtx* ctx) {
-    const ProviderConf& p = *ctx->resolved.provider;
-    const CodecKind api = codec_for(*ctx);
-    if (!codec_serves(api, p.type)) {
-        return send_error(r, NGX_HTTP_NOT_IMPLEMENTED,
-                          std::string("provider \"") + log_value(p.name) + "\" (type " +
-                              std::string(provider_type_name(p.type)) + ") does not serve /v1/" + ctx->route->name,
-                          "invalid_request_error", "unsupported_endpoint");
-    }
     if (ctx->resolved.targets.empty()) ctx->resolved.targets.push_back(ctx->resolved);
     Launch l = launch(r, ctx);
     if (!l.started) return l.rc == NGX_DECLINED ? NGX_HTTP_INTERNAL_SERVER_ERROR : l.rc;
