@@ -43,6 +43,7 @@ struct MainConf {
     ngx_int_t breaker_failures;       // llm_gateway_breaker failures= (0: off)
     ngx_msec_t breaker_open;          // llm_gateway_breaker open=
     ngx_shm_zone_t* health_zone;      // the breakers' slots (ngx/call/health.h)
+    ngx_shm_zone_t* events_zone;      // the failure feed's ring (ngx/events/feed.h)
     ngx_shm_zone_t* models_zone;      // discovered model lists (ngx/discovery/model_cache.h)
 };
 

@@ -60,8 +60,10 @@ ngx_command_t commands[] = {
      ngx_conf_set_off_slot, NGX_HTTP_LOC_CONF_OFFSET, offsetof(LocConf, max_body_size), nullptr},
     ngx_null_command};
 
+ngx_int_t preconfiguration(ngx_conf_t* cf) { return add_variables(cf); }
+
 ngx_http_module_t module_ctx = {
-    nullptr,            // preconfiguration
+    preconfiguration,   // preconfiguration
     postconfiguration,  // postconfiguration
     create_main_conf,   // create main configuration
     init_main_conf,     // init main configuration
@@ -140,6 +142,8 @@ char* init_main_conf(ngx_conf_t* cf, void* conf) {
             if (mcf->models_zone == nullptr) return static_cast<char*>(NGX_CONF_ERROR);
         }
     }
+    mcf->events_zone = add_events_zone(cf);
+    if (mcf->events_zone == nullptr) return static_cast<char*>(NGX_CONF_ERROR);
     if (mcf->zone == nullptr) {
         ngx_str_t name = ngx_string("llm_gateway");
         mcf->zone = add_shm_zone(cf, &name, 10 * 1024 * 1024);

@@ -86,6 +86,11 @@ struct RequestCtx {
     RequestCtx();
     ~RequestCtx();
     bool accounted = false;           // tokens and cost of the request counted
+    // What was counted, for the $llm_gateway_* variables (http/variables.cpp):
+    // the model that answered, its tokens and cost (-1: none counted).
+    std::string tallied_model;
+    std::int64_t tallied_in = -1, tallied_out = -1, tallied_cost = -1;
+    const char* reject_kind = nullptr;   // rate_limit, budget, store_down, unpriced: why admission refused
     bool own_response = false;        // the gateway wrote this response itself
     bool replacing = false;           // nginx error page being replaced by the envelope
     bool replacement_sent = false;
@@ -117,6 +122,9 @@ ngx_str_t pstr(ngx_pool_t* pool, std::string_view s);   // copy into the pool (l
 // auth.cpp
 std::string_view presented_key(ngx_http_request_t* r);
 bool is_credential_header(const ngx_table_elt_t& h);
+
+// variables.cpp: $llm_gateway_user, ... (from preconfiguration)
+ngx_int_t add_variables(ngx_conf_t* cf);
 
 // access.cpp
 ngx_int_t access_handler(ngx_http_request_t* r);
@@ -184,6 +192,10 @@ ngx_int_t admin_overview(ngx_http_request_t* r, RequestCtx* ctx);
 // providers' breakers and of the discovered model lists (from init_main_conf).
 ngx_shm_zone_t* add_health_zone(ngx_conf_t* cf, std::size_t providers);
 ngx_shm_zone_t* add_model_cache_zone(ngx_conf_t* cf, std::size_t providers, std::size_t discovering);
+// events/feed.cpp: the failure feed's ring (from init_main_conf).
+ngx_shm_zone_t* add_events_zone(ngx_conf_t* cf);
+// admin/events.cpp: GET /admin/api/events.
+ngx_int_t admin_events(ngx_http_request_t* r, RequestCtx* ctx);
 
 // users_reload.cpp
 ngx_int_t init_users_file(ngx_cycle_t* cycle, Worker& w);

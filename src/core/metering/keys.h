@@ -20,6 +20,8 @@
 namespace llmgw {
 
 constexpr const char* kStatsIdsKey = "llmgw:stats:ids";
+// The failure feed's shared list (spec "Events"): LPUSH + LTRIM, no TTL.
+constexpr const char* kEventsKey = "llmgw:events";
 
 std::string counter_key(std::string_view kind, std::string_view id, std::string_view metric, Window w,
                         std::string_view bucket);

@@ -3,8 +3,10 @@
 #include <ctime>
 
 #include "core/admin/views.h"
+#include "core/events/event.h"
 #include "core/metering/keys.h"
 #include "ngx/call/health.h"
+#include "ngx/events/feed.h"
 #include "ngx/module.h"
 #include "ngx/worker.h"
 
@@ -118,6 +120,57 @@ ngx_int_t overview(ngx_http_request_t* r, RequestCtx* ctx) {
     return send_json(r, NGX_HTTP_OK, out);
 }
 
+// The failure feed: the shared list when a store is configured and
+// readable (source "redis"), else this replica's ring (source "replica",
+// degraded when the store could not be used). Elements that are not event
+// objects are skipped.
+ngx_int_t events(ngx_http_request_t* r, RequestCtx* ctx) {
+    MainConf* mcf = main_conf(r);
+    if (secure_headers(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    ngx_str_t arg{};
+    std::string_view limit_arg;
+    if (ngx_http_arg(r, reinterpret_cast<u_char*>(const_cast<char*>("limit")), 5, &arg) == NGX_OK) limit_arg = sv(arg);
+    const int limit = events_limit(limit_arg);
+    if (limit < 0) {
+        return send_error(r, NGX_HTTP_BAD_REQUEST, "limit must be an integer from 1 to 200", "invalid_request_error",
+                          "invalid_limit");
+    }
+    const std::string& replica = mcf->state->replica;
+    CounterStore* store = counter_store(mcf);
+    if (store == nullptr || !store->shares_events()) {
+        return send_json(r, NGX_HTTP_OK, render_events("replica", replica, ring_events(mcf, limit), false));
+    }
+    struct Answer {
+        StoreReply reply;
+        std::vector<std::string> items;
+    };
+    auto answer = std::make_shared<Answer>();
+    return await_store(
+        r, ctx, Resume::Finalize,
+        [store, limit, answer, ctx](std::function<void()> answered) {
+            std::weak_ptr<bool> alive = ctx->alive;
+            store->read_events(static_cast<std::size_t>(limit),
+                               [answer, alive, answered](const StoreReply& rep, const std::vector<std::string>& items) {
+                                   auto token = alive.lock();
+                                   if (!token || !*token) return;
+                                   answer->reply = rep;
+                                   answer->items = items;
+                                   answered();
+                               });
+        },
+        [r, mcf, limit, answer]() {
+            const std::string& replica = mcf->state->replica;
+            if (answer->reply.status != StoreStatus::Ok) {
+                return send_json(r, NGX_HTTP_OK, render_events("replica", replica, ring_events(mcf, limit), true));
+            }
+            std::vector<std::string> events;
+            for (std::string& e : answer->items) {
+                if (is_event_object(e)) events.push_back(std::move(e));
+            }
+            return send_json(r, NGX_HTTP_OK, render_events("redis", replica, events, false));
+        });
+}
+
 const char kShell[] =
     "<!doctype html><html><head><meta charset=\"utf-8\"><title>LLM gateway</title></head><body>"
     "<h1>LLM gateway</h1><p>The admin API is under <code>admin/api/</code>; send an admin key in "
@@ -133,5 +186,6 @@ ngx_int_t shell(ngx_http_request_t* r) {
 ngx_int_t admin_shell(ngx_http_request_t* r, RequestCtx*) { return shell(r); }
 ngx_int_t admin_usage(ngx_http_request_t* r, RequestCtx* ctx) { return usage(r, ctx); }
 ngx_int_t admin_overview(ngx_http_request_t* r, RequestCtx* ctx) { return overview(r, ctx); }
+ngx_int_t admin_events(ngx_http_request_t* r, RequestCtx* ctx) { return events(r, ctx); }
 
 }  // namespace llmgw

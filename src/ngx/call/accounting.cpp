@@ -201,6 +201,12 @@ void account_request(ngx_log_t* log, MainConf* mcf, RequestCtx* ctx, bool cancel
                       static_cast<long long>(in.cost_micros), in.estimated ? " (estimated)" : "",
                       cancelled ? " (client cancelled)" : "");
     }
+    if (!in.model.empty() || !in.scopes.empty()) {
+        ctx->tallied_model = in.model;
+        ctx->tallied_in = in.usage.prompt_tokens;
+        ctx->tallied_out = in.usage.completion_tokens;
+        ctx->tallied_cost = in.cost_micros;
+    }
     if (!call->accounted) {
         call->accounted = true;
         if (!cancelled) add_provider_deltas(deltas, call->provider->name, provmodel, overflow, call_failed(*call));

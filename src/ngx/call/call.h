@@ -65,6 +65,7 @@ public:
     std::size_t provider_index = 0;     // the provider's position in the configuration (its breaker)
     bool probe = false;                 // the half-open breaker's probe
     bool health_recorded = false;       // the breaker has this call's verdict
+    bool event_recorded = false;        // the failure feed has seen this call
     ngx_chain_t* free_bufs = nullptr;   // output buffers of the subrequest, reused
     ngx_chain_t* busy_bufs = nullptr;
 

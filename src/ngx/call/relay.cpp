@@ -7,6 +7,7 @@
 #include "core/routing/retry.h"
 #include "ngx/call/call.h"
 #include "ngx/call/health.h"
+#include "ngx/events/feed.h"
 #include "ngx/http/headers.h"
 #include "ngx/http/routes.h"
 #include "ngx/module.h"
@@ -382,6 +383,10 @@ void resume(ngx_http_request_t* r) {
     try {
         Call& call = *ctx->chosen;
         record_health(main_conf(r), call);
+        if (!call.event_recorded) {
+            call.event_recorded = true;
+            call_event(r, *ctx, call);
+        }
         if (retryable(*ctx, call) && next_attempt(r, ctx, call)) return;   // resume() runs again after it
         r->write_event_handler = ngx_http_request_empty_handler;
         rc = answer(r, ctx);

@@ -25,6 +25,7 @@ const RouteRow kRoutes[] = {
     {kModeAdmin,      {"/admin", "/admin/"},      kGetHead,       "GET, HEAD", false, BodyRule::None,      "admin",                nullptr,                CodecKind::None,                false, Tally::None,     admin_shell},
     {kModeAdmin,      {"/admin/api/usage"},       kGetHead,       "GET, HEAD", true,  BodyRule::None,      "admin/api/usage",      nullptr,                CodecKind::None,                true,  Tally::None,     admin_usage},
     {kModeAdmin,      {"/admin/api/overview"},    kGetHead,       "GET, HEAD", true,  BodyRule::None,      "admin/api/overview",   nullptr,                CodecKind::None,                true,  Tally::None,     admin_overview},
+    {kModeAdmin,      {"/admin/api/events"},      kGetHead,       "GET, HEAD", true,  BodyRule::None,      "admin/api/events",     nullptr,                CodecKind::None,                true,  Tally::None,     admin_events},
 };
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "core/store/admit_script.h"
+#include "core/events/event.h"
 #include "core/store/latch.h"
 #include "core/log/log_escape.h"
 #include "core/metering/keys.h"
@@ -237,6 +238,56 @@ public:
                    });
     }
 
+    bool shares_events() const override { return true; }
+
+    void push_event(const std::string& json) override {
+        if (latch().open() || events_in_flight_ >= kMaxTelemetryInFlight) return;   // kept in the ring only
+        ++events_in_flight_;
+        conn_.exec({{"LPUSH", kEventsKey, json}, {"LTRIM", kEventsKey, "0", std::to_string(kEventCapacity - 1)}},
+                   [this](const std::string& err, std::vector<RespValue>& replies) {
+                       --events_in_flight_;
+                       std::string e = err;
+                       for (const auto& r : replies) {
+                           if (e.empty() && r.type == RespValue::Type::Error) e = "store error: " + r.str.substr(0, 120);
+                       }
+                       if (e.empty()) return;
+                       const std::int64_t now = now_ms();
+                       if (now - last_mirror_log_ms_ >= StoreLatch::kLogIntervalMs || last_mirror_log_ms_ == 0) {
+                           last_mirror_log_ms_ = now;
+                           ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0, "llm_gateway: event mirror failed: %s",
+                                         log_text(e).c_str());
+                       }
+                   });
+    }
+
+    void read_events(std::size_t limit, ListDone done) override {
+        if (!latch().should_try(now_ms())) {
+            done(StoreReply{StoreStatus::Error, "the limit store is unavailable"}, {});
+            return;
+        }
+        send_cancels();
+        conn_.exec({{"LRANGE", kEventsKey, "0", std::to_string(limit == 0 ? 0 : limit - 1)}},
+                   [this, done = std::move(done)](const std::string& err, std::vector<RespValue>& replies) {
+                       std::string e = err;
+                       if (e.empty() && (replies.size() != 1 || replies[0].type != RespValue::Type::Array)) {
+                           e = replies.size() == 1 && replies[0].type == RespValue::Type::Error
+                                   ? "store error: " + replies[0].str.substr(0, 120)
+                                   : "unexpected reply to LRANGE";
+                       }
+                       if (!e.empty()) {
+                           on_failure(e);
+                           done(StoreReply{StoreStatus::Error, e}, {});
+                           return;
+                       }
+                       latch().on_success(now_ms());
+                       std::vector<std::string> out;
+                       for (const auto& el : replies[0].elements) {
+                           if (el.type == RespValue::Type::String) out.push_back(el.str);   // others skipped
+                       }
+                       done(StoreReply{}, out);
+                   });
+    }
+
 private:
     StoreLatch& latch() { return health_.latch; }
 
@@ -341,6 +392,8 @@ private:
     std::size_t telemetry_in_flight_ = 0;
     std::deque<std::vector<std::string>> cancels_;
     bool cancels_in_flight_ = false;
+    std::size_t events_in_flight_ = 0;
+    std::int64_t last_mirror_log_ms_ = 0;
     std::uint64_t op_seq_ = 0;
     std::int64_t start_ms_ = now_ms();
     long nonce_ = ngx_random();

@@ -29,6 +29,7 @@ struct StoreReply {
 using AdmitDone = std::function<void(const StoreReply&, const AdmissionResult&)>;
 using WriteDone = std::function<void(const StoreReply&)>;
 using ReadDone = std::function<void(const StoreReply&, const std::vector<std::int64_t>&)>;
+using ListDone = std::function<void(const StoreReply&, const std::vector<std::string>&)>;
 
 class CounterStore {
 public:
@@ -43,6 +44,19 @@ public:
     // store operation.
     virtual void apply(const std::vector<ScopeDelta>& deltas, std::time_t now, WriteDone done) = 0;
     virtual bool in_process_ttls() const = 0;
+
+    // The failure feed's shared list (core/metering/keys.h kEventsKey); only
+    // a shared store has one. push_event mirrors one event (LPUSH + LTRIM in
+    // one pipeline), skipped while the store-down latch is open; a failure is
+    // logged, at most once per 30 s, and never opens the latch.
+    virtual bool shares_events() const { return false; }
+    virtual void push_event(const std::string& json) { (void)json; }
+    // Up to limit elements of the list, newest first; elements that are not
+    // strings are skipped.
+    virtual void read_events(std::size_t limit, ListDone done) {
+        (void)limit;
+        done(StoreReply{StoreStatus::Error, "no shared store"}, {});
+    }
 };
 
 // What a worker learns about the shared store while it runs: the store-down

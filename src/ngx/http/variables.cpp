@@ -1,0 +1,123 @@
+// The module's nginx variables, for log_format, map and other modules
+// (docs/variables.md): who called, which route, which model and provider
+// answered, what was counted and why admission refused. Each is read from
+// the request's context; "not found" (logged as "-") when the request did
+// not get that far.
+#include <cinttypes>
+
+#include "ngx/call/call.h"
+#include "ngx/http/routes.h"
+#include "ngx/module.h"
+
+namespace llmgw {
+namespace {
+
+enum Field : uintptr_t {
+    kUser, kGroup, kRoute, kModel, kProvider, kTokensIn, kTokensOut, kCost, kAttempts, kRejectKind,
+};
+
+ngx_int_t set_text(ngx_http_request_t* r, ngx_http_variable_value_t* v, std::string_view s) {
+    if (s.empty()) {
+        v->not_found = 1;
+        return NGX_OK;
+    }
+    auto* p = static_cast<u_char*>(ngx_pnalloc(r->pool, s.size()));
+    if (p == nullptr) return NGX_ERROR;
+    ngx_memcpy(p, s.data(), s.size());
+    v->data = p;
+    v->len = s.size();
+    v->valid = 1;
+    v->no_cacheable = 1;
+    v->not_found = 0;
+    return NGX_OK;
+}
+
+ngx_int_t set_number(ngx_http_request_t* r, ngx_http_variable_value_t* v, std::int64_t n) {
+    if (n < 0) {
+        v->not_found = 1;
+        return NGX_OK;
+    }
+    auto* p = static_cast<u_char*>(ngx_pnalloc(r->pool, NGX_INT64_LEN));
+    if (p == nullptr) return NGX_ERROR;
+    v->data = p;
+    v->len = ngx_sprintf(p, "%L", static_cast<long long>(n)) - p;
+    v->valid = 1;
+    v->no_cacheable = 1;
+    v->not_found = 0;
+    return NGX_OK;
+}
+
+// The provider that answered (the chosen call's), else the resolved one.
+const ProviderConf* provider_of(const RequestCtx& ctx) {
+    if (ctx.chosen != nullptr) return ctx.chosen->provider;
+    return ctx.resolved.provider;
+}
+
+ngx_int_t get(ngx_http_request_t* r, ngx_http_variable_value_t* v, uintptr_t data) {
+    const RequestCtx* ctx = get_ctx(r);
+    if (ctx == nullptr) {
+        v->not_found = 1;
+        return NGX_OK;
+    }
+    switch (static_cast<Field>(data)) {
+    case kUser: return set_text(r, v, ctx->user ? std::string_view(ctx->user->name) : std::string_view());
+    case kGroup: return set_text(r, v, ctx->user ? std::string_view(ctx->user->group) : std::string_view());
+    case kRoute:
+        if (ctx->route == nullptr) return set_text(r, v, {});
+        return set_text(r, v, ctx->route->event_route ? ctx->route->event_route : ctx->route->name);
+    case kModel:
+        return set_text(r, v, !ctx->tallied_model.empty() ? std::string_view(ctx->tallied_model)
+                                                           : std::string_view(ctx->resolved.canonical));
+    case kProvider: {
+        const ProviderConf* p = provider_of(*ctx);
+        return set_text(r, v, p ? std::string_view(p->name) : std::string_view());
+    }
+    case kTokensIn: return set_number(r, v, ctx->tallied_in);
+    case kTokensOut: return set_number(r, v, ctx->tallied_out);
+    case kCost: return set_number(r, v, ctx->tallied_cost);
+    case kAttempts:
+        return ctx->route && ctx->route->codec != CodecKind::None ? set_number(r, v, static_cast<std::int64_t>(ctx->calls.size()))
+                                                                   : set_text(r, v, {});
+    case kRejectKind: return set_text(r, v, ctx->reject_kind ? ctx->reject_kind : "");
+    }
+    v->not_found = 1;
+    return NGX_OK;
+}
+
+ngx_int_t get_variable(ngx_http_request_t* r, ngx_http_variable_value_t* v, uintptr_t data) {
+    try {
+        return get(r, v, data);
+    } catch (const std::exception&) {
+        return NGX_ERROR;
+    }
+}
+
+struct VarDef {
+    const char* name;
+    Field field;
+};
+
+const VarDef kVars[] = {
+    {"llm_gateway_user", kUser},           {"llm_gateway_group", kGroup},
+    {"llm_gateway_route", kRoute},         {"llm_gateway_model", kModel},
+    {"llm_gateway_provider", kProvider},   {"llm_gateway_tokens_in", kTokensIn},
+    {"llm_gateway_tokens_out", kTokensOut}, {"llm_gateway_cost_micro_usd", kCost},
+    {"llm_gateway_attempts", kAttempts},   {"llm_gateway_reject_kind", kRejectKind},
+};
+
+}  // namespace
+
+ngx_int_t add_variables(ngx_conf_t* cf) {
+    for (const VarDef& d : kVars) {
+        ngx_str_t name;
+        name.data = reinterpret_cast<u_char*>(const_cast<char*>(d.name));
+        name.len = ngx_strlen(d.name);
+        ngx_http_variable_t* var = ngx_http_add_variable(cf, &name, NGX_HTTP_VAR_NOCACHEABLE);
+        if (var == nullptr) return NGX_ERROR;
+        var->get_handler = get_variable;
+        var->data = static_cast<uintptr_t>(d.field);
+    }
+    return NGX_OK;
+}
+
+}  // namespace llmgw
