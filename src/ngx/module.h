@@ -194,8 +194,11 @@ ngx_shm_zone_t* add_health_zone(ngx_conf_t* cf, std::size_t providers);
 ngx_shm_zone_t* add_model_cache_zone(ngx_conf_t* cf, std::size_t providers, std::size_t discovering);
 // events/feed.cpp: the failure feed's ring (from init_main_conf).
 ngx_shm_zone_t* add_events_zone(ngx_conf_t* cf);
-// admin/events.cpp: GET /admin/api/events.
+// admin/admin.cpp: GET /admin/api/events.
 ngx_int_t admin_events(ngx_http_request_t* r, RequestCtx* ctx);
+// admin/admin.cpp: GET /admin/api/usage/history, GET /admin/api/targets.
+ngx_int_t admin_history(ngx_http_request_t* r, RequestCtx* ctx);
+ngx_int_t admin_targets(ngx_http_request_t* r, RequestCtx* ctx);
 
 // users_reload.cpp
 ngx_int_t init_users_file(ngx_cycle_t* cycle, Worker& w);

@@ -2,6 +2,7 @@
 // admin gate (the access phase already answered 401/403 where needed).
 #include <ctime>
 
+#include "core/admin/history.h"
 #include "core/admin/views.h"
 #include "core/events/event.h"
 #include "core/metering/keys.h"
@@ -120,6 +121,72 @@ ngx_int_t overview(ngx_http_request_t* r, RequestCtx* ctx) {
     return send_json(r, NGX_HTTP_OK, out);
 }
 
+std::string_view query_arg(ngx_http_request_t* r, const char* name) {
+    ngx_str_t v{};
+    if (ngx_http_arg(r, reinterpret_cast<u_char*>(const_cast<char*>(name)), ngx_strlen(name), &v) != NGX_OK) return {};
+    return sv(v);
+}
+
+// One series of one scope's metric: every bucket key computed up front and
+// read in one batch, oldest first; a failed read is 503, never zeros.
+ngx_int_t history(ngx_http_request_t* r, RequestCtx* ctx) {
+    if (secure_headers(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    // The scope's id may be percent-encoded (model ids hold '/').
+    std::string scope(query_arg(r, "scope"));
+    if (!scope.empty()) {
+        u_char* dst = reinterpret_cast<u_char*>(&scope[0]);
+        u_char* src = dst;
+        ngx_unescape_uri(&dst, &src, scope.size(), NGX_UNESCAPE_URI);
+        scope.resize(static_cast<std::size_t>(dst - reinterpret_cast<u_char*>(&scope[0])));
+    }
+    auto q = std::make_shared<HistoryQuery>();
+    std::string err;
+    if (!parse_history_query(scope, query_arg(r, "metric"), query_arg(r, "window"), query_arg(r, "span"), *q, err)) {
+        return send_error(r, NGX_HTTP_BAD_REQUEST, err, "invalid_request_error", "invalid_history_query");
+    }
+    const Directory& dir = *ctx->directory;
+    if ((q->kind == "user" && dir.find_user(q->id) == nullptr) || (q->kind == "group" && dir.find_group(q->id) == nullptr)) {
+        return send_error(r, NGX_HTTP_NOT_FOUND, "unknown " + q->kind + " \"" + log_value(q->id) + "\"",
+                          "invalid_request_error", "unknown_scope");
+    }
+    auto buckets = std::make_shared<std::vector<std::string>>();
+    auto keys = std::make_shared<std::vector<std::string>>();
+    history_keys(*q, ngx_time(), *buckets, *keys);
+    CounterStore* store = counter_store(main_conf(r));
+    if (store == nullptr) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    struct Answer {
+        StoreReply reply;
+        std::vector<std::int64_t> values;
+    };
+    auto answer = std::make_shared<Answer>();
+    return await_store(
+        r, ctx, Resume::Finalize,
+        [store, keys, answer, ctx](std::function<void()> answered) {
+            std::weak_ptr<bool> alive = ctx->alive;
+            store->read(*keys, [answer, alive, answered](const StoreReply& rep, const std::vector<std::int64_t>& v) {
+                auto token = alive.lock();
+                if (!token || !*token) return;
+                answer->reply = rep;
+                answer->values = v;
+                answered();
+            });
+        },
+        [r, q, buckets, answer]() {
+            if (answer->reply.status != StoreStatus::Ok || answer->values.size() != buckets->size()) {
+                return send_error(r, NGX_HTTP_SERVICE_UNAVAILABLE, "the limit store could not be read", "server_error",
+                                  "limit_store_unavailable");
+            }
+            return send_json(r, NGX_HTTP_OK, render_history(*q, *buckets, answer->values));
+        });
+}
+
+// Tool servers and agents: none can be configured yet (MCP and A2A targets
+// come with their own issue), so the list is empty.
+ngx_int_t targets(ngx_http_request_t* r) {
+    if (secure_headers(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    return send_json(r, NGX_HTTP_OK, "{\"targets\":[]}");
+}
+
 // The failure feed: the shared list when a store is configured and
 // readable (source "redis"), else this replica's ring (source "replica",
 // degraded when the store could not be used). Elements that are not event
@@ -187,5 +254,7 @@ ngx_int_t admin_shell(ngx_http_request_t* r, RequestCtx*) { return shell(r); }
 ngx_int_t admin_usage(ngx_http_request_t* r, RequestCtx* ctx) { return usage(r, ctx); }
 ngx_int_t admin_overview(ngx_http_request_t* r, RequestCtx* ctx) { return overview(r, ctx); }
 ngx_int_t admin_events(ngx_http_request_t* r, RequestCtx* ctx) { return events(r, ctx); }
+ngx_int_t admin_history(ngx_http_request_t* r, RequestCtx* ctx) { return history(r, ctx); }
+ngx_int_t admin_targets(ngx_http_request_t* r, RequestCtx*) { return targets(r); }
 
 }  // namespace llmgw

@@ -25,6 +25,8 @@ const RouteRow kRoutes[] = {
     {kModeAdmin,      {"/admin", "/admin/"},      kGetHead,       "GET, HEAD", false, BodyRule::None,      "admin",                nullptr,                CodecKind::None,                false, Tally::None,     admin_shell},
     {kModeAdmin,      {"/admin/api/usage"},       kGetHead,       "GET, HEAD", true,  BodyRule::None,      "admin/api/usage",      nullptr,                CodecKind::None,                true,  Tally::None,     admin_usage},
     {kModeAdmin,      {"/admin/api/overview"},    kGetHead,       "GET, HEAD", true,  BodyRule::None,      "admin/api/overview",   nullptr,                CodecKind::None,                true,  Tally::None,     admin_overview},
+    {kModeAdmin,      {"/admin/api/usage/history"}, kGetHead,     "GET, HEAD", true,  BodyRule::None,      "admin/api/usage/history", nullptr,             CodecKind::None,                true,  Tally::None,     admin_history},
+    {kModeAdmin,      {"/admin/api/targets"},     kGetHead,       "GET, HEAD", true,  BodyRule::None,      "admin/api/targets",    nullptr,                CodecKind::None,                true,  Tally::None,     admin_targets},
     {kModeAdmin,      {"/admin/api/events"},      kGetHead,       "GET, HEAD", true,  BodyRule::None,      "admin/api/events",     nullptr,                CodecKind::None,                true,  Tally::None,     admin_events},
 };
 

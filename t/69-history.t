@@ -1,0 +1,106 @@
+#!/usr/bin/perl
+# GET /admin/api/usage/history on the shared-memory store and on Redis:
+# every point with its bucket, oldest first; the 400s, the 404s, and a 503
+# (never a zero-filled series) when the store cannot be read. And the
+# targets view, empty until tool servers and agents can be configured.
+
+use strict;
+use warnings;
+use lib 't/lib';
+use Gw;
+use GwConf;
+use GwRedis;
+use Test::More;
+
+Gw::need_module();
+GwRedis::need_redis();
+
+my $KEY = 'sk-hist-alice-9f8e';
+my $ADMIN = 'sk-hist-root-7d6c';
+
+sub conf {
+    my ($store) = @_;
+    return GwConf::gateway(
+        providers => [{ name => 'oai', type => 'openai', key => 'sk-prov', models => 'gpt-4o-mini', default => 1 }],
+        http => ($store // '')
+              . "llm_gateway_user root key=$ADMIN admin;\n"
+              . "llm_gateway_user alice key=$KEY group=eng;\n"
+              . "llm_gateway_price oai/gpt-4o-mini input=0.15 output=0.6;\n",
+        server => "location /admin { llm_gateway_admin; }",
+    );
+}
+
+sub history {
+    my ($ng, $q, %o) = @_;
+    return Gw::http(GET => $ng->url("/admin/api/usage/history?$q"), headers => GwConf::bearer($o{key} // $ADMIN));
+}
+
+sub day_back {
+    my ($n) = @_;
+    my @g = gmtime(time - 86400 * $n);
+    return sprintf '%04d%02d%02d', $g[5] + 1900, $g[4] + 1, $g[3];
+}
+
+my $mock = Gw::Mock->start();
+
+for my $store_kind (qw(shm redis)) {
+    my $rd = $store_kind eq 'redis' ? GwRedis->start() : undef;
+    my $ng = Gw::Nginx->start(conf => conf($rd ? "llm_gateway_store redis://127.0.0.1:" . $rd->port . "/0;\n" : undef),
+                              workers => 2, vars => { MOCK => $mock->port });
+
+    subtest "$store_kind: series oldest first, one point per bucket" => sub {
+        for (1 .. 3) {
+            is(Gw::http(POST => $ng->url('/v1/chat/completions'), headers => GwConf::bearer($KEY),
+                        body => GwConf::chat_body('gpt-4o-mini'))->{status}, 200, 'chat');
+        }
+        my $r = history($ng, 'scope=user:alice&metric=req&window=day&span=3');
+        is($r->{status}, 200, 'status 200');
+        is($r->{headers}{'cache-control'}, 'no-store', 'no-store');
+        is($r->{headers}{'x-content-type-options'}, 'nosniff', 'nosniff');
+        is_deeply($r->{json}, { scope => 'user:alice', metric => 'req', window => 'day', span => 3,
+                                points => [{ bucket => day_back(2), value => 0 }, { bucket => day_back(1), value => 0 },
+                                           { bucket => day_back(0), value => 3 }] }, 'the series');
+        $r = history($ng, 'scope=model:oai%2Fgpt-4o-mini&metric=tokin&window=hour');
+        is(scalar @{ $r->{json}{points} }, 48, 'hour: 48 points by default');
+        is($r->{json}{points}[-1]{value}, 33, 'the model\'s prompt tokens this hour');
+        like($r->{json}{points}[0]{bucket}, qr/^\d{10}$/, 'hour buckets YYYYMMDDHH');
+        $r = history($ng, 'scope=total&metric=cost&window=month&span=13');
+        is(scalar @{ $r->{json}{points} }, 13, 'month: 13 points');
+        is($r->{json}{points}[-1]{value}, 18, 'total cost this month (3 x 6 micro-USD)');
+        is($r->{json}{points}[-1]{bucket}, substr(day_back(0), 0, 6), 'month bucket YYYYMM');
+        $r = history($ng, 'scope=group:eng&metric=tokout');
+        is(scalar @{ $r->{json}{points} }, 30, 'day: 30 points by default');
+        is($r->{json}{points}[-1]{value}, 21, 'group output tokens today');
+    };
+
+    subtest "$store_kind: 400, 404 and the gate" => sub {
+        for my $q ('metric=req', 'scope=team:x&metric=req', 'scope=user:alice&metric=rej', 'scope=user:alice&metric=req&window=min',
+                   'scope=user:alice&metric=req&window=day&span=36', 'scope=user:alice&metric=req&window=month&span=14',
+                   'scope=user:alice&metric=req&window=hour&span=49', 'scope=user:alice&metric=req&span=0',
+                   'scope=user:alice&metric=req&span=abc') {
+            GwConf::is_envelope(history($ng, $q), 400, 'invalid_request_error', 'invalid_history_query', "400: $q");
+        }
+        GwConf::is_envelope(history($ng, 'scope=user:nobody&metric=req'), 404, 'invalid_request_error', 'unknown_scope',
+                            'unknown user: 404');
+        GwConf::is_envelope(history($ng, 'scope=group:nope&metric=req'), 404, 'invalid_request_error', 'unknown_scope',
+                            'unknown group: 404');
+        is(history($ng, 'scope=total&metric=req', key => $KEY)->{status}, 403, 'non-admin: 403');
+        is(Gw::http(GET => $ng->url('/admin/api/usage/history?scope=total&metric=req'))->{status}, 401, 'no key: 401');
+        my $t = Gw::http(GET => $ng->url('/admin/api/targets'), headers => GwConf::bearer($ADMIN));
+        is($t->{status}, 200, 'targets: 200');
+        is_deeply($t->{json}, { targets => [] }, 'targets: none configured');
+    };
+
+    if ($rd) {
+        subtest 'redis down: 503, never a zero-filled series' => sub {
+            $rd->kill9;
+            my $r = history($ng, 'scope=user:alice&metric=req&window=day&span=3');
+            GwConf::is_envelope($r, 503, 'server_error', 'limit_store_unavailable', 'store read failed: 503');
+            $rd->restart;
+        };
+    }
+    $ng->stop;
+    $rd->stop if $rd;
+}
+
+done_testing();
