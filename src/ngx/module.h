@@ -196,9 +196,13 @@ ngx_shm_zone_t* add_model_cache_zone(ngx_conf_t* cf, std::size_t providers, std:
 ngx_shm_zone_t* add_events_zone(ngx_conf_t* cf);
 // admin/admin.cpp: GET /admin/api/events.
 ngx_int_t admin_events(ngx_http_request_t* r, RequestCtx* ctx);
-// admin/admin.cpp: GET /admin/api/usage/history, GET /admin/api/targets.
+// admin/admin.cpp: GET /admin/api/usage/history, /targets.
 ngx_int_t admin_history(ngx_http_request_t* r, RequestCtx* ctx);
 ngx_int_t admin_targets(ngx_http_request_t* r, RequestCtx* ctx);
+// admin/admin.cpp: GET /admin/api/catalog, /consumers, /config.
+ngx_int_t admin_catalog(ngx_http_request_t* r, RequestCtx* ctx);
+ngx_int_t admin_consumers(ngx_http_request_t* r, RequestCtx* ctx);
+ngx_int_t admin_config(ngx_http_request_t* r, RequestCtx* ctx);
 
 // users_reload.cpp
 ngx_int_t init_users_file(ngx_cycle_t* cycle, Worker& w);

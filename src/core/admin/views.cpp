@@ -2,6 +2,7 @@
 
 #include <unordered_set>
 
+#include "core/admin/limits_json.h"
 #include "core/json/writer.h"
 #include "core/metering/keys.h"
 
@@ -12,22 +13,6 @@ namespace {
 void model_entry(JsonWriter& w, std::string_view id, std::string_view owner) {
     w.begin_object().field("id", id).field("object", "model").field("created", std::int64_t{0});
     w.field("owned_by", owner).end_object();
-}
-
-void limits_object(JsonWriter& w, const Limits* l) {
-    w.key("limits").begin_object();
-    if (l != nullptr) {
-        auto add = [&](const char* n, std::int64_t v) {
-            if (v > 0) w.field(n, v);
-        };
-        add("requestsPerMinute", l->requests_per_minute);
-        add("requestsPerDay", l->requests_per_day);
-        add("tokensPerDay", l->tokens_per_day);
-        add("tokensPerMonth", l->tokens_per_month);
-        add("costPerDayMicroUsd", l->cost_per_day_micros);
-        add("costPerMonthMicroUsd", l->cost_per_month_micros);
-    }
-    w.end_object();
 }
 
 void usage_entry(JsonWriter& w, const char* kind, const std::string& id, const std::string* group,
@@ -44,7 +29,7 @@ void usage_entry(JsonWriter& w, const char* kind, const std::string& id, const s
     w.field("costPerMonthMicroUsd", v[kUsageCostMonth]);
     w.field("rejectionsPerDay", v[kUsageRejDay]);
     w.key("lastSeen").time(v[kUsageSeen]);
-    limits_object(w, limits);
+    write_limits(w, limits);
     w.end_object();
 }
 

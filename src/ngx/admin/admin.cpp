@@ -2,6 +2,7 @@
 // admin gate (the access phase already answered 401/403 where needed).
 #include <ctime>
 
+#include "core/admin/config_views.h"
 #include "core/admin/history.h"
 #include "core/admin/views.h"
 #include "core/events/event.h"
@@ -180,6 +181,36 @@ ngx_int_t history(ngx_http_request_t* r, RequestCtx* ctx) {
         });
 }
 
+// The documents read from the configuration alone.
+ngx_int_t config_view(ngx_http_request_t* r, RequestCtx* ctx, int which) {
+    if (secure_headers(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    MainConf* mcf = main_conf(r);
+    const GatewayState& st = *mcf->state;
+    switch (which) {
+    case 0:
+        return send_json(r, NGX_HTTP_OK, render_catalog(st.config, st.prices, mcf->allow_unpriced != 0,
+                                                         PriceTable::builtin_date()));
+    case 1: return send_json(r, NGX_HTTP_OK, render_consumers(st.config, *ctx->directory));
+    default: break;
+    }
+    ConfigSettings s;
+    s.replica = st.replica;
+    s.instance = st.instance;
+    if (st.store) {
+        s.store_url = st.store->redacted_url;
+        s.fail_open = st.store->fail_open;
+    }
+    s.users_file = st.users_file;
+    s.retries = mcf->retries;
+    s.backoff_base_ms = static_cast<std::int64_t>(mcf->backoff_base);
+    s.backoff_max_ms = static_cast<std::int64_t>(mcf->backoff_max);
+    s.breaker_failures = mcf->breaker_failures;
+    s.breaker_open_ms = static_cast<std::int64_t>(mcf->breaker_open);
+    s.allow_unpriced = mcf->allow_unpriced != 0;
+    s.max_tokens_per_request = mcf->max_tokens_per_request;
+    return send_json(r, NGX_HTTP_OK, render_config(st.config, *ctx->directory, s));
+}
+
 // Tool servers and agents: none can be configured yet (MCP and A2A targets
 // come with their own issue), so the list is empty.
 ngx_int_t targets(ngx_http_request_t* r) {
@@ -256,5 +287,8 @@ ngx_int_t admin_overview(ngx_http_request_t* r, RequestCtx* ctx) { return overvi
 ngx_int_t admin_events(ngx_http_request_t* r, RequestCtx* ctx) { return events(r, ctx); }
 ngx_int_t admin_history(ngx_http_request_t* r, RequestCtx* ctx) { return history(r, ctx); }
 ngx_int_t admin_targets(ngx_http_request_t* r, RequestCtx*) { return targets(r); }
+ngx_int_t admin_catalog(ngx_http_request_t* r, RequestCtx* ctx) { return config_view(r, ctx, 0); }
+ngx_int_t admin_consumers(ngx_http_request_t* r, RequestCtx* ctx) { return config_view(r, ctx, 1); }
+ngx_int_t admin_config(ngx_http_request_t* r, RequestCtx* ctx) { return config_view(r, ctx, 2); }
 
 }  // namespace llmgw

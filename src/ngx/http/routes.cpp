@@ -27,6 +27,9 @@ const RouteRow kRoutes[] = {
     {kModeAdmin,      {"/admin/api/overview"},    kGetHead,       "GET, HEAD", true,  BodyRule::None,      "admin/api/overview",   nullptr,                CodecKind::None,                true,  Tally::None,     admin_overview},
     {kModeAdmin,      {"/admin/api/usage/history"}, kGetHead,     "GET, HEAD", true,  BodyRule::None,      "admin/api/usage/history", nullptr,             CodecKind::None,                true,  Tally::None,     admin_history},
     {kModeAdmin,      {"/admin/api/targets"},     kGetHead,       "GET, HEAD", true,  BodyRule::None,      "admin/api/targets",    nullptr,                CodecKind::None,                true,  Tally::None,     admin_targets},
+    {kModeAdmin,      {"/admin/api/catalog"},     kGetHead,       "GET, HEAD", true,  BodyRule::None,      "admin/api/catalog",    nullptr,                CodecKind::None,                true,  Tally::None,     admin_catalog},
+    {kModeAdmin,      {"/admin/api/consumers"},   kGetHead,       "GET, HEAD", true,  BodyRule::None,      "admin/api/consumers",  nullptr,                CodecKind::None,                true,  Tally::None,     admin_consumers},
+    {kModeAdmin,      {"/admin/api/config"},      kGetHead,       "GET, HEAD", true,  BodyRule::None,      "admin/api/config",     nullptr,                CodecKind::None,                true,  Tally::None,     admin_config},
     {kModeAdmin,      {"/admin/api/events"},      kGetHead,       "GET, HEAD", true,  BodyRule::None,      "admin/api/events",     nullptr,                CodecKind::None,                true,  Tally::None,     admin_events},
 };
 
