@@ -21,11 +21,13 @@ my $ADMIN = 'sk-hist-root-7d6c';
 sub conf {
     my ($store) = @_;
     return GwConf::gateway(
-        providers => [{ name => 'oai', type => 'openai', key => 'sk-prov', models => 'gpt-4o-mini', default => 1 }],
+        providers => [{ name => 'oai', type => 'openai', key => 'sk-prov', models => 'gpt-4o-mini,free-m,idle-m', default => 1 },
+                      { name => 'many', type => 'openai', key => 'sk-many', models => join(',', map { "m$_" } 1 .. 460) }],
         http => ($store // '')
               . "llm_gateway_user root key=$ADMIN admin;\n"
               . "llm_gateway_user alice key=$KEY group=eng;\n"
-              . "llm_gateway_price oai/gpt-4o-mini input=0.15 output=0.6;\n",
+              . "llm_gateway_price oai/gpt-4o-mini input=0.15 output=0.6;\n"
+              . "llm_gateway_price oai/free-m free;\n",
         server => "location /admin { llm_gateway_admin; }",
     );
 }
@@ -73,6 +75,35 @@ for my $store_kind (qw(shm redis)) {
         is($r->{json}{points}[-1]{value}, 21, 'group output tokens today');
     };
 
+    subtest "$store_kind: models ranked over the catalog" => sub {
+        is(Gw::http(POST => $ng->url('/v1/chat/completions'), headers => GwConf::bearer($KEY),
+                    body => GwConf::chat_body('oai/free-m'))->{status}, 200, 'a request to the free model');
+        my $get = sub { Gw::http(GET => $ng->url("/admin/api/usage/models?$_[0]"), headers => GwConf::bearer($ADMIN)) };
+        my $r = $get->('metric=req');
+        is($r->{status}, 200, 'status 200');
+        is($r->{headers}{'cache-control'}, 'no-store', 'no-store');
+        is_deeply($r->{json}, { metric => 'req', window => 'day', span => 1, total => 2,
+                                models => [{ model => 'oai/gpt-4o-mini', value => 3 }, { model => 'oai/free-m', value => 1 }] },
+                  'ranked by requests today; idle models not listed');
+        $r = $get->('metric=cost&window=month');
+        is_deeply($r->{json}{models}, [{ model => 'oai/gpt-4o-mini', value => 18 }], 'by cost: the free model has none');
+        $r = $get->('metric=cost&window=month&detail=1');
+        is_deeply($r->{json}{models},
+                  [{ model => 'oai/gpt-4o-mini', value => 18, requests => 3, tokensIn => 33, tokensOut => 21, costMicroUsd => 18,
+                     free => JSON::PP::false },
+                   { model => 'oai/free-m', value => 0, requests => 1, tokensIn => 11, tokensOut => 7, costMicroUsd => 0,
+                     free => JSON::PP::true }], 'detail: the free model with traffic listed at value 0');
+        $r = $get->('metric=req&limit=1&offset=1');
+        is_deeply($r->{json}{models}, [{ model => 'oai/free-m', value => 1 }], 'limit and offset');
+        $r = $get->('metric=req&prefix=oai%2Fgpt');
+        is_deeply([map { $_->{model} } @{ $r->{json}{models} }], ['oai/gpt-4o-mini'], 'prefix filters the ids');
+        $r = $get->('metric=req&window=day&span=35&detail=1');
+        GwConf::is_envelope($r, 400, 'invalid_request_error', 'read_too_large', 'over 64,000 keys: 400, not truncated');
+        like($r->{json}{error}{message}, qr/would read 64\d{3} keys/, 'says how many');
+        GwConf::is_envelope($get->('metric=rej'), 400, 'invalid_request_error', 'invalid_ranking_query', 'bad metric: 400');
+        is($get->('metric=req&span=16&detail=0')->{status}, 200, '463 models x 16 buckets: one read under the cap');
+    };
+
     subtest "$store_kind: 400, 404 and the gate" => sub {
         for my $q ('metric=req', 'scope=team:x&metric=req', 'scope=user:alice&metric=rej', 'scope=user:alice&metric=req&window=min',
                    'scope=user:alice&metric=req&window=day&span=36', 'scope=user:alice&metric=req&window=month&span=14',
@@ -96,6 +127,8 @@ for my $store_kind (qw(shm redis)) {
             $rd->kill9;
             my $r = history($ng, 'scope=user:alice&metric=req&window=day&span=3');
             GwConf::is_envelope($r, 503, 'server_error', 'limit_store_unavailable', 'store read failed: 503');
+            $r = Gw::http(GET => $ng->url('/admin/api/usage/models?metric=req'), headers => GwConf::bearer($ADMIN));
+            GwConf::is_envelope($r, 503, 'server_error', 'limit_store_unavailable', 'ranking: 503, never an empty ranking');
             $rd->restart;
         };
     }

@@ -203,6 +203,8 @@ ngx_int_t admin_targets(ngx_http_request_t* r, RequestCtx* ctx);
 ngx_int_t admin_catalog(ngx_http_request_t* r, RequestCtx* ctx);
 ngx_int_t admin_consumers(ngx_http_request_t* r, RequestCtx* ctx);
 ngx_int_t admin_config(ngx_http_request_t* r, RequestCtx* ctx);
+// admin/admin.cpp: GET /admin/api/usage/models.
+ngx_int_t admin_ranking(ngx_http_request_t* r, RequestCtx* ctx);
 
 // users_reload.cpp
 ngx_int_t init_users_file(ngx_cycle_t* cycle, Worker& w);

@@ -1,13 +1,16 @@
 // The admin location: the HTML shell (no key) and the JSON API behind the
 // admin gate (the access phase already answered 401/403 where needed).
 #include <ctime>
+#include <unordered_set>
 
 #include "core/admin/config_views.h"
 #include "core/admin/history.h"
+#include "core/admin/model_ranking.h"
 #include "core/admin/views.h"
 #include "core/events/event.h"
 #include "core/metering/keys.h"
 #include "ngx/call/health.h"
+#include "ngx/discovery/model_cache.h"
 #include "ngx/events/feed.h"
 #include "ngx/module.h"
 #include "ngx/worker.h"
@@ -211,6 +214,92 @@ ngx_int_t config_view(ngx_http_request_t* r, RequestCtx* ctx, int which) {
     return send_json(r, NGX_HTTP_OK, render_config(st.config, *ctx->directory, s));
 }
 
+// The catalog the ranking reads: every provider's configured models, the
+// alias targets, and the discovered lists, each once.
+std::vector<CatalogModel> ranking_catalog(MainConf* mcf) {
+    const GatewayState& st = *mcf->state;
+    std::vector<CatalogModel> out;
+    std::unordered_set<std::string> seen;
+    auto add = [&](const ProviderConf& p, const std::string& model) {
+        std::string id = p.name + "/" + model;
+        if (!seen.insert(id).second) return;
+        const Price* price = st.prices.find(p.name, provider_type_name(p.type), model);
+        const bool free = price != nullptr && (price->free || (price->input_micros_per_mtok == 0 &&
+                                                               price->output_micros_per_mtok == 0));
+        out.push_back(CatalogModel{std::move(id), free});
+    };
+    const auto& providers = st.config.providers();
+    for (const auto& p : providers) {
+        for (const auto& m : p.models) add(p, m);
+    }
+    for (const auto& a : st.config.aliases()) {
+        std::vector<std::string> targets{a.target};
+        targets.insert(targets.end(), a.fallbacks.begin(), a.fallbacks.end());
+        for (const auto& t : targets) {
+            const std::size_t slash = t.find('/');
+            const ProviderConf* p = slash == std::string::npos ? nullptr : st.config.find_provider(t.substr(0, slash));
+            if (p != nullptr) add(*p, t.substr(slash + 1));
+        }
+    }
+    for (std::size_t i = 0; i < providers.size(); ++i) {
+        if (providers[i].discover_ms <= 0) continue;
+        for (const auto& m : model_cache_read(mcf, i)) add(providers[i], m);
+    }
+    return out;
+}
+
+// Models ranked by one metric over one window, from one batch read over the
+// catalog.
+ngx_int_t ranking(ngx_http_request_t* r, RequestCtx* ctx) {
+    if (secure_headers(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    auto q = std::make_shared<RankingQuery>();
+    std::string prefix(query_arg(r, "prefix"));
+    if (!prefix.empty()) {
+        u_char* dst = reinterpret_cast<u_char*>(&prefix[0]);
+        u_char* src = dst;
+        ngx_unescape_uri(&dst, &src, prefix.size(), NGX_UNESCAPE_URI);
+        prefix.resize(static_cast<std::size_t>(dst - reinterpret_cast<u_char*>(&prefix[0])));
+    }
+    std::string err;
+    if (!parse_ranking_query(query_arg(r, "metric"), query_arg(r, "window"), query_arg(r, "span"), query_arg(r, "limit"),
+                             query_arg(r, "offset"), prefix, query_arg(r, "detail"), *q, err)) {
+        return send_error(r, NGX_HTTP_BAD_REQUEST, err, "invalid_request_error", "invalid_ranking_query");
+    }
+    MainConf* mcf = main_conf(r);
+    auto catalog = std::make_shared<std::vector<CatalogModel>>(ranking_catalog(mcf));
+    auto models = std::make_shared<std::vector<const CatalogModel*>>();
+    auto keys = std::make_shared<std::vector<std::string>>();
+    if (!ranking_keys(*q, *catalog, ngx_time(), *models, *keys, err)) {
+        return send_error(r, NGX_HTTP_BAD_REQUEST, err, "invalid_request_error", "read_too_large");
+    }
+    CounterStore* store = counter_store(mcf);
+    if (store == nullptr) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    struct Answer {
+        StoreReply reply;
+        std::vector<std::int64_t> values;
+    };
+    auto answer = std::make_shared<Answer>();
+    return await_store(
+        r, ctx, Resume::Finalize,
+        [store, keys, answer, ctx](std::function<void()> answered) {
+            std::weak_ptr<bool> alive = ctx->alive;
+            store->read(*keys, [answer, alive, answered](const StoreReply& rep, const std::vector<std::int64_t>& v) {
+                auto token = alive.lock();
+                if (!token || !*token) return;
+                answer->reply = rep;
+                answer->values = v;
+                answered();
+            });
+        },
+        [r, q, catalog, models, keys, answer]() {
+            if (answer->reply.status != StoreStatus::Ok || answer->values.size() != keys->size()) {
+                return send_error(r, NGX_HTTP_SERVICE_UNAVAILABLE, "the limit store could not be read", "server_error",
+                                  "limit_store_unavailable");
+            }
+            return send_json(r, NGX_HTTP_OK, render_ranking(*q, *models, answer->values));
+        });
+}
+
 // Tool servers and agents: none can be configured yet (MCP and A2A targets
 // come with their own issue), so the list is empty.
 ngx_int_t targets(ngx_http_request_t* r) {
@@ -290,5 +379,6 @@ ngx_int_t admin_targets(ngx_http_request_t* r, RequestCtx*) { return targets(r);
 ngx_int_t admin_catalog(ngx_http_request_t* r, RequestCtx* ctx) { return config_view(r, ctx, 0); }
 ngx_int_t admin_consumers(ngx_http_request_t* r, RequestCtx* ctx) { return config_view(r, ctx, 1); }
 ngx_int_t admin_config(ngx_http_request_t* r, RequestCtx* ctx) { return config_view(r, ctx, 2); }
+ngx_int_t admin_ranking(ngx_http_request_t* r, RequestCtx* ctx) { return ranking(r, ctx); }
 
 }  // namespace llmgw
