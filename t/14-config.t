@@ -168,12 +168,12 @@ fails_with('llm_gateway twice in a location',
 fails_with('llm_gateway and llm_gateway_admin in one location',
            conf_with('', api_extra => 'llm_gateway_admin;'),
            'llm_gateway_admin;',
-           'llm_gateway, llm_gateway_admin and llm_gateway_passthrough cannot share a location');
+           'llm_gateway, llm_gateway_admin, llm_gateway_passthrough and llm_gateway_metrics cannot share a location');
 
 fails_with('llm_gateway and llm_gateway_passthrough in one location',
            conf_with('', api_extra => 'llm_gateway_passthrough;'),
            'llm_gateway_passthrough;',
-           'llm_gateway, llm_gateway_admin and llm_gateway_passthrough cannot share a location');
+           'llm_gateway, llm_gateway_admin, llm_gateway_passthrough and llm_gateway_metrics cannot share a location');
 
 fails_with('llm_gateway_passthrough in a regex location',
            conf_with('', server => 'location ~ ^/pt/ { llm_gateway_passthrough; }'),
@@ -184,6 +184,21 @@ fails_with('llm_gateway_passthrough in an exact location',
            conf_with('', server => 'location = /pt { llm_gateway_passthrough; }'),
            'llm_gateway_passthrough;',
            'llm_gateway_passthrough needs a prefix location, e.g. location /passthrough/ { llm_gateway_passthrough; }');
+
+fails_with('llm_gateway_metrics in a named location',
+           conf_with('', server => 'location @m { llm_gateway_metrics; }'),
+           'llm_gateway_metrics;',
+           'llm_gateway_metrics needs a location whose path begins with /, e.g. location = /metrics');
+
+fails_with('llm_gateway_metrics with a bad CIDR',
+           conf_with('', server => 'location = /metrics { llm_gateway_metrics allow=10.0.0.0/33; }'),
+           'llm_gateway_metrics allow',
+           'allow= of llm_gateway_metrics: "10.0.0.0/33" is not an address or CIDR block');
+
+fails_with('llm_gateway_metrics with an unknown parameter',
+           conf_with('', server => 'location = /metrics { llm_gateway_metrics modelLabel=yes; }'),
+           'llm_gateway_metrics modelLabel',
+           'invalid parameter "modelLabel" of llm_gateway_metrics');
 
 fails_with('provider groups= without a group',
            conf_with("$P closed type=openai location=/_llm/closed groups=;\n"),

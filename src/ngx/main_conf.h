@@ -15,8 +15,8 @@
 namespace llmgw {
 
 // Which endpoint family a location serves (llm_gateway / llm_gateway_admin /
-// llm_gateway_passthrough).
-enum LocMode : ngx_uint_t { kModeNone = 0, kModeApi = 1, kModeAdmin = 2, kModePassthrough = 3 };
+// llm_gateway_passthrough / llm_gateway_metrics).
+enum LocMode : ngx_uint_t { kModeNone = 0, kModeApi = 1, kModeAdmin = 2, kModePassthrough = 3, kModeMetrics = 4 };
 
 // Everything C++ the main conf owns; lives in cf->pool, destroyed by a pool
 // cleanup when the cycle goes.
@@ -53,6 +53,8 @@ struct LocConf {
     ngx_uint_t mode;          // LocMode; not inherited
     off_t max_body_size;      // llm_gateway_max_body_size
     ngx_str_t prefix;         // passthrough: the location's prefix (the provider name follows it)
+    ngx_array_t* metrics_allow;   // metrics: ngx_cidr_t that may scrape without a key (nullptr: none)
+    bool metrics_model_label;     // metrics: the per-provider-and-model families
 };
 
 }  // namespace llmgw

@@ -203,6 +203,8 @@ ngx_int_t admin_targets(ngx_http_request_t* r, RequestCtx* ctx);
 ngx_int_t admin_catalog(ngx_http_request_t* r, RequestCtx* ctx);
 ngx_int_t admin_consumers(ngx_http_request_t* r, RequestCtx* ctx);
 ngx_int_t admin_config(ngx_http_request_t* r, RequestCtx* ctx);
+// admin/metrics.cpp: the Prometheus text exposition.
+ngx_int_t metrics_handler(ngx_http_request_t* r, RequestCtx* ctx);
 // admin/admin.cpp: GET /admin/api/usage/models.
 ngx_int_t admin_ranking(ngx_http_request_t* r, RequestCtx* ctx);
 
@@ -218,6 +220,7 @@ char* set_alias(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
 char* set_api(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
 char* set_admin(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
 char* set_passthrough(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
+char* set_metrics(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
 char* set_zone(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);   // conf: MainConf
 char* set_price(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
 char* set_users_file(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);

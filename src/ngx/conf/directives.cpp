@@ -177,8 +177,8 @@ char* set_mode(ngx_conf_t* cf, void* conf, LocMode mode) {
     auto* lcf = static_cast<LocConf*>(conf);
     if (lcf->mode != NGX_CONF_UNSET_UINT) {
         return lcf->mode == mode ? const_cast<char*>("is duplicate")
-                                 : conf_error(cf, "llm_gateway, llm_gateway_admin and llm_gateway_passthrough "
-                                                  "cannot share a location");
+                                 : conf_error(cf, "llm_gateway, llm_gateway_admin, llm_gateway_passthrough and "
+                                                  "llm_gateway_metrics cannot share a location");
     }
     auto* clcf = static_cast<ngx_http_core_loc_conf_t*>(ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module));
     if (mode == kModePassthrough) {
@@ -293,5 +293,38 @@ char* set_alias(ngx_conf_t* cf, ngx_command_t*, void* conf) { return guarded(cf,
 char* set_api(ngx_conf_t* cf, ngx_command_t*, void* conf) { return set_mode(cf, conf, kModeApi); }
 char* set_admin(ngx_conf_t* cf, ngx_command_t*, void* conf) { return set_mode(cf, conf, kModeAdmin); }
 char* set_passthrough(ngx_conf_t* cf, ngx_command_t*, void* conf) { return set_mode(cf, conf, kModePassthrough); }
+
+// llm_gateway_metrics [allow=cidr[,cidr...]] [model_label=on|off];
+char* set_metrics(ngx_conf_t* cf, ngx_command_t*, void* conf) {
+    char* rv = set_mode(cf, conf, kModeMetrics);
+    if (rv != NGX_CONF_OK) return rv;
+    auto* lcf = static_cast<LocConf*>(conf);
+    auto* clcf = static_cast<ngx_http_core_loc_conf_t*>(ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module));
+    if (clcf->named || clcf->name.len == 0 || clcf->name.data[0] != '/') {
+        return conf_error(cf, "llm_gateway_metrics needs a location whose path begins with /, e.g. location = /metrics");
+    }
+    for (ngx_uint_t i = 1; i < cf->args->nelts; ++i) {
+        Param prm = split_param(arg(cf, i));
+        if (prm.name == "allow" && prm.has_eq) {
+            lcf->metrics_allow = ngx_array_create(cf->pool, 4, sizeof(ngx_cidr_t));
+            if (lcf->metrics_allow == nullptr) return static_cast<char*>(NGX_CONF_ERROR);
+            for (const std::string& c : split_list(prm.value)) {
+                auto* cidr = static_cast<ngx_cidr_t*>(ngx_array_push(lcf->metrics_allow));
+                ngx_str_t v = pstr(cf->pool, c);
+                if (cidr == nullptr || v.data == nullptr) return static_cast<char*>(NGX_CONF_ERROR);
+                ngx_int_t rc = ngx_ptocidr(&v, cidr);
+                if (rc == NGX_ERROR) {
+                    return conf_error(cf, "allow= of llm_gateway_metrics: \"" + c + "\" is not an address or CIDR block");
+                }
+            }
+            if (lcf->metrics_allow->nelts == 0) return conf_error(cf, "allow= of llm_gateway_metrics needs a CIDR block");
+        } else if (prm.name == "model_label" && prm.has_eq && (prm.value == "on" || prm.value == "off")) {
+            lcf->metrics_model_label = prm.value == "on";
+        } else {
+            return conf_error(cf, "invalid parameter \"" + param_name(arg(cf, i)) + "\" of llm_gateway_metrics");
+        }
+    }
+    return NGX_CONF_OK;
+}
 
 }  // namespace llmgw

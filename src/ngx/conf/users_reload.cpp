@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/config/users_file.h"
+#include "ngx/events/feed.h"
 #include "ngx/module.h"
 #include "ngx/worker.h"
 
@@ -68,6 +69,7 @@ void poll(ngx_event_t* ev) {
                 for (const UserConf& u : st.directory->users()) {
                     if (dir->find_user(u.name) == nullptr) {
                         shm_reset_metric(shm_store(w->mcf->zone), scope_prefix("user", u.name), "rej");
+                        forget_rejections(w->mcf, "user", u.name);
                     }
                 }
                 st.directory = dir;

@@ -4,6 +4,7 @@
 
 #include "core/codec/codec.h"
 #include "core/events/ring.h"
+#include "core/metrics/rejections.h"
 #include "ngx/call/call.h"
 #include "ngx/call/health.h"
 #include "ngx/http/routes.h"
@@ -12,27 +13,35 @@
 namespace llmgw {
 namespace {
 
+// The zone holds the ring and the metrics' rejection counts (both written
+// by every worker, under the zone's lock).
+struct FeedZone {
+    EventRing ring;
+    RejectionTable rejections;
+};
+
 ngx_int_t init_zone(ngx_shm_zone_t* zone, void* old) {
-    if (old != nullptr) {   // a reload keeps the ring (same size)
+    if (old != nullptr) {   // a reload keeps both (same size)
         zone->data = old;
         return NGX_OK;
     }
     auto* shpool = reinterpret_cast<ngx_slab_pool_t*>(zone->shm.addr);
-    auto* ring = static_cast<EventRing*>(ngx_slab_alloc(shpool, sizeof(EventRing)));
-    if (ring == nullptr) return NGX_ERROR;
-    ring->clear();
-    zone->data = ring;
+    auto* fz = static_cast<FeedZone*>(ngx_slab_alloc(shpool, sizeof(FeedZone)));
+    if (fz == nullptr) return NGX_ERROR;
+    fz->ring.clear();
+    fz->rejections.clear();
+    zone->data = fz;
     return NGX_OK;
 }
 
 template <class F>
-bool with_ring(MainConf* mcf, F&& f) {
+bool with_zone(MainConf* mcf, F&& f) {
     if (mcf == nullptr || mcf->events_zone == nullptr || mcf->events_zone->shm.addr == nullptr) return false;
-    auto* ring = static_cast<EventRing*>(mcf->events_zone->data);
-    if (ring == nullptr) return false;
+    auto* fz = static_cast<FeedZone*>(mcf->events_zone->data);
+    if (fz == nullptr) return false;
     auto* shpool = reinterpret_cast<ngx_slab_pool_t*>(mcf->events_zone->shm.addr);
     ngx_shmtx_lock(&shpool->mutex);
-    f(*ring);
+    f(*fz);
     ngx_shmtx_unlock(&shpool->mutex);
     return true;
 }
@@ -46,7 +55,7 @@ std::string route_of(const RequestCtx& ctx) {
 
 ngx_shm_zone_t* add_events_zone(ngx_conf_t* cf) {
     ngx_str_t name = ngx_string("llm_gateway_events");
-    const std::size_t size = 8 * ngx_pagesize + sizeof(EventRing);
+    const std::size_t size = 8 * ngx_pagesize + sizeof(FeedZone);
     ngx_shm_zone_t* zone = ngx_shared_memory_add(cf, &name, size, &ngx_http_llm_gateway_module);
     if (zone == nullptr) return nullptr;
     zone->init = init_zone;
@@ -61,9 +70,9 @@ void record_event(MainConf* mcf, GatewayEvent e) {
     bool mirror = false;
     CounterStore* store = counter_store(mcf);
     const bool shared = store != nullptr && store->shares_events();
-    with_ring(mcf, [&](EventRing& ring) {
-        ring.push(json);
-        if (shared) mirror = ring.take_mirror(static_cast<std::int64_t>(ngx_time()));
+    with_zone(mcf, [&](FeedZone& z) {
+        z.ring.push(json);
+        if (shared) mirror = z.ring.take_mirror(static_cast<std::int64_t>(ngx_time()));
     });
     if (mirror) store->push_event(json);   // off the request path: its reply is not awaited
 }
@@ -124,7 +133,21 @@ void call_event(ngx_http_request_t* r, const RequestCtx& ctx, const Call& call) 
 
 std::vector<std::string> ring_events(MainConf* mcf, std::size_t limit) {
     std::vector<std::string> out;
-    with_ring(mcf, [&](EventRing& ring) { out = ring.newest(limit); });
+    with_zone(mcf, [&](FeedZone& z) { out = z.ring.newest(limit); });
+    return out;
+}
+
+void count_rejection(MainConf* mcf, std::string_view kind, std::string_view id) {
+    with_zone(mcf, [&](FeedZone& z) { z.rejections.add(kind, id); });
+}
+
+void forget_rejections(MainConf* mcf, std::string_view kind, std::string_view id) {
+    with_zone(mcf, [&](FeedZone& z) { z.rejections.forget(kind, id); });
+}
+
+std::vector<RejectionCount> rejection_counts(MainConf* mcf) {
+    std::vector<RejectionCount> out;
+    with_zone(mcf, [&](FeedZone& z) { out = z.rejections.list(); });
     return out;
 }
 

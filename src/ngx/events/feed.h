@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/events/event.h"
+#include "core/metrics/gateway_metrics.h"
 #include "ngx/module.h"
 
 namespace llmgw {
@@ -32,5 +33,11 @@ void call_event(ngx_http_request_t* r, const RequestCtx& ctx, const Call& call);
 
 // Up to limit events of this replica's ring, newest first.
 std::vector<std::string> ring_events(MainConf* mcf, std::size_t limit);
+
+// The metrics' in-process rejection counts, kept in the same zone
+// (core/metrics/rejections.h): one more, a removed user forgotten, all.
+void count_rejection(MainConf* mcf, std::string_view kind, std::string_view id);
+void forget_rejections(MainConf* mcf, std::string_view kind, std::string_view id);
+std::vector<RejectionCount> rejection_counts(MainConf* mcf);
 
 }  // namespace llmgw

@@ -118,6 +118,12 @@ void body_ready(ngx_http_request_t* r) {
     ngx_http_core_run_phases(r);
 }
 
+// llm_gateway_metrics allow=: the client's address is in one of the blocks.
+bool scrape_allowed(ngx_http_request_t* r, const LocConf* lcf) {
+    if (lcf->metrics_allow == nullptr) return false;
+    return ngx_cidr_match(r->connection->sockaddr, lcf->metrics_allow) == NGX_OK;
+}
+
 ngx_int_t authenticate(ngx_http_request_t* r, RequestCtx* ctx, LocConf* lcf) {
     auto* mcf = static_cast<MainConf*>(ngx_http_get_module_main_conf(r, ngx_http_llm_gateway_module));
     ctx->directory = mcf->state->directory;
@@ -136,7 +142,7 @@ ngx_int_t authenticate(ngx_http_request_t* r, RequestCtx* ctx, LocConf* lcf) {
     }
     ngx_log_error(NGX_LOG_INFO, r->connection->log, 0, "llm_gateway: authenticated user=\"%s\" route=\"%s\"",
                   log_value(ctx->user->name).c_str(), ctx->route->name);
-    if (lcf->mode == kModeAdmin && !ctx->user->admin) {
+    if ((lcf->mode == kModeAdmin || lcf->mode == kModeMetrics) && !ctx->user->admin) {
         return reject(r, NGX_HTTP_FORBIDDEN, "this key is not an admin key", "permission_error", "admin_required");
     }
     return NGX_OK;
@@ -150,14 +156,15 @@ ngx_int_t start(ngx_http_request_t* r, RequestCtx* ctx, LocConf* lcf) {
     }
     ctx->route = row;
     if ((r->method & row->methods) == 0) return reject_method(r, row->allow);
-    if (!row->authenticated) {   // e.g. the admin HTML shell
+    // The admin HTML shell needs no key; nor does a scrape from an allowed address.
+    if (!row->authenticated || (lcf->mode == kModeMetrics && scrape_allowed(r, lcf))) {
         ctx->phase = RequestCtx::Phase::Admitted;
         return NGX_DECLINED;
     }
 
     ngx_int_t rc = authenticate(r, ctx, lcf);
     if (rc != NGX_OK) return rc;
-    ctx->is_admin_traffic = row->mode == kModeAdmin;
+    ctx->is_admin_traffic = row->mode == kModeAdmin || row->mode == kModeMetrics;
     if (row->body == BodyRule::None) return admitted_or_admit(r, ctx, *row);
     // What can be refused before the body is read, is.
     if (row->body == BodyRule::Multipart) {

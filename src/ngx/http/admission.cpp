@@ -25,6 +25,9 @@ ngx_int_t answer_rejection(ngx_http_request_t* r, RequestCtx* ctx, const Admissi
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
     request_event(r, *ctx, res.kind == ViolationKind::Budget ? "budget" : "rate_limit", 429, res.message);
+    for (const Scope& s : request_scopes(*ctx)) {
+        if (s.kind != "total") count_rejection(main_conf(r), s.kind, s.id);
+    }
     if (res.kind == ViolationKind::Budget) {
         ctx->reject_kind = "budget";
         return reject(r, NGX_HTTP_TOO_MANY_REQUESTS, res.message, "insufficient_quota", "budget_exceeded");
