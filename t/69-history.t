@@ -122,6 +122,21 @@ for my $store_kind (qw(shm redis)) {
         is_deeply($t->{json}, { targets => [] }, 'targets: none configured');
     };
 
+    subtest "$store_kind: series and totals" => sub {
+        my $get = sub { Gw::http(GET => $ng->url("/admin/api/usage/$_[0]"), headers => GwConf::bearer($ADMIN)) };
+        my $r = $get->('series?scope=user:alice&window=day&span=2');
+        is($r->{status}, 200, 'series: 200');
+        is_deeply($r->{json}, { scope => 'user:alice', window => 'day', span => 2,
+                                points => [{ bucket => day_back(1), requests => 0, tokensIn => 0, tokensOut => 0, costMicroUsd => 0 },
+                                           { bucket => day_back(0), requests => 4, tokensIn => 44, tokensOut => 28,
+                                             costMicroUsd => 18 }] }, 'the four metrics per bucket (the free model costs 0)');
+        $r = $get->('totals?window=month');
+        is_deeply($r->{json}, { scope => 'total', window => 'month', span => 1, requests => 4, tokensIn => 44, tokensOut => 28,
+                                costMicroUsd => 18 }, 'totals of the total scope this month');
+        GwConf::is_envelope($get->('totals?window=min'), 400, 'invalid_request_error', 'invalid_history_query', 'bad window: 400');
+        GwConf::is_envelope($get->('series?scope=user:ghost'), 404, 'invalid_request_error', 'unknown_scope', 'unknown user: 404');
+    };
+
     if ($rd) {
         subtest 'redis down: 503, never a zero-filled series' => sub {
             $rd->kill9;
@@ -129,6 +144,8 @@ for my $store_kind (qw(shm redis)) {
             GwConf::is_envelope($r, 503, 'server_error', 'limit_store_unavailable', 'store read failed: 503');
             $r = Gw::http(GET => $ng->url('/admin/api/usage/models?metric=req'), headers => GwConf::bearer($ADMIN));
             GwConf::is_envelope($r, 503, 'server_error', 'limit_store_unavailable', 'ranking: 503, never an empty ranking');
+            $r = Gw::http(GET => $ng->url('/admin/api/usage/totals'), headers => GwConf::bearer($ADMIN));
+            GwConf::is_envelope($r, 503, 'server_error', 'limit_store_unavailable', 'totals: 503, never zeros');
             $rd->restart;
         };
     }

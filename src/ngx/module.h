@@ -207,6 +207,9 @@ ngx_int_t admin_config(ngx_http_request_t* r, RequestCtx* ctx);
 ngx_int_t metrics_handler(ngx_http_request_t* r, RequestCtx* ctx);
 // admin/admin.cpp: GET /admin/api/usage/models.
 ngx_int_t admin_ranking(ngx_http_request_t* r, RequestCtx* ctx);
+// admin/admin.cpp: GET /admin/api/usage/series, /usage/totals.
+ngx_int_t admin_series(ngx_http_request_t* r, RequestCtx* ctx);
+ngx_int_t admin_totals(ngx_http_request_t* r, RequestCtx* ctx);
 
 // users_reload.cpp
 ngx_int_t init_users_file(ngx_cycle_t* cycle, Worker& w);

@@ -65,5 +65,26 @@ TEST(History, KeysOldestFirstAcrossMonthsAndYears) {
               R"({"bucket":"20260101","value":7}]})");
 }
 
+TEST(History, SeriesAndTotalsReadTheFourMetrics) {
+    HistoryQuery q;
+    std::string err;
+    ASSERT_TRUE(parse_series_query("", "day", "2", q, err)) << err;
+    EXPECT_EQ(q.kind, "total");
+    std::vector<std::string> buckets, keys;
+    series_keys(q, 1767225600, buckets, keys);
+    ASSERT_EQ(keys.size(), 8u);
+    EXPECT_EQ(keys[0], "llmgw:total:all:req:day:20251231");
+    EXPECT_EQ(keys[7], "llmgw:total:all:cost:day:20260101");
+    const std::vector<std::int64_t> v = {1, 10, 5, 3, 2, 20, 10, 6};
+    EXPECT_EQ(render_series(q, buckets, v),
+              R"({"scope":"total","window":"day","span":2,"points":[)"
+              R"({"bucket":"20251231","requests":1,"tokensIn":10,"tokensOut":5,"costMicroUsd":3},)"
+              R"({"bucket":"20260101","requests":2,"tokensIn":20,"tokensOut":10,"costMicroUsd":6}]})");
+    EXPECT_EQ(render_totals(q, buckets, v),
+              R"({"scope":"total","window":"day","span":2,"requests":3,"tokensIn":30,"tokensOut":15,"costMicroUsd":9})");
+    EXPECT_FALSE(parse_series_query("user:", "day", "", q, err));
+    EXPECT_FALSE(parse_series_query("total", "min", "", q, err));
+}
+
 }  // namespace
 }  // namespace llmgw

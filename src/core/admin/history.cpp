@@ -94,4 +94,71 @@ std::string render_history(const HistoryQuery& q, const std::vector<std::string>
     return w.take();
 }
 
+namespace {
+
+constexpr const char* kSeriesMetrics[] = {"req", "tokin", "tokout", "cost"};
+constexpr const char* kSeriesFields[] = {"requests", "tokensIn", "tokensOut", "costMicroUsd"};
+
+std::int64_t sat_add(std::int64_t a, std::int64_t b) {
+    if (b < 0) b = 0;
+    return a > INT64_MAX - b ? INT64_MAX : a + b;
+}
+
+void head(JsonWriter& w, const HistoryQuery& q) {
+    w.field("scope", q.kind == "total" ? std::string("total") : q.kind + ":" + q.id);
+    w.field("window", window_name(q.window)).field("span", static_cast<std::int64_t>(q.span));
+}
+
+}  // namespace
+
+bool parse_series_query(std::string_view scope, std::string_view window, std::string_view span, HistoryQuery& out,
+                        std::string& err) {
+    return parse_history_query(scope.empty() ? std::string_view("total") : scope, "req", window, span, out, err);
+}
+
+void series_keys(const HistoryQuery& q, std::time_t now, std::vector<std::string>& buckets,
+                 std::vector<std::string>& keys) {
+    buckets.clear();
+    keys.clear();
+    for (int back = q.span - 1; back >= 0; --back) {
+        buckets.push_back(bucket_back(q.window, now, back));
+        for (const char* m : kSeriesMetrics) keys.push_back(counter_key(q.kind, q.id, m, q.window, buckets.back()));
+    }
+}
+
+std::string render_series(const HistoryQuery& q, const std::vector<std::string>& buckets,
+                          const std::vector<std::int64_t>& values) {
+    JsonWriter w;
+    w.begin_object();
+    head(w, q);
+    w.key("points").begin_array();
+    for (std::size_t i = 0; i < buckets.size(); ++i) {
+        w.begin_object().field("bucket", buckets[i]);
+        for (std::size_t m = 0; m < 4; ++m) {
+            const std::size_t at = i * 4 + m;
+            w.field(kSeriesFields[m], at < values.size() ? values[at] : 0);
+        }
+        w.end_object();
+    }
+    w.end_array().end_object();
+    return w.take();
+}
+
+std::string render_totals(const HistoryQuery& q, const std::vector<std::string>& buckets,
+                          const std::vector<std::int64_t>& values) {
+    std::int64_t sums[4] = {0, 0, 0, 0};
+    for (std::size_t i = 0; i < buckets.size(); ++i) {
+        for (std::size_t m = 0; m < 4; ++m) {
+            const std::size_t at = i * 4 + m;
+            if (at < values.size()) sums[m] = sat_add(sums[m], values[at]);
+        }
+    }
+    JsonWriter w;
+    w.begin_object();
+    head(w, q);
+    for (std::size_t m = 0; m < 4; ++m) w.field(kSeriesFields[m], sums[m]);
+    w.end_object();
+    return w.take();
+}
+
 }  // namespace llmgw

@@ -42,4 +42,19 @@ void history_keys(const HistoryQuery& q, std::time_t now, std::vector<std::strin
 std::string render_history(const HistoryQuery& q, const std::vector<std::string>& buckets,
                            const std::vector<std::int64_t>& values);
 
+// usage/series and usage/totals: the four metrics (req, tokin, tokout,
+// cost) of one scope at once. The query is a history query without a
+// metric (scope "" = total). Keys: per bucket (oldest first), the four
+// metrics in that order.
+bool parse_series_query(std::string_view scope, std::string_view window, std::string_view span, HistoryQuery& out,
+                        std::string& err);
+void series_keys(const HistoryQuery& q, std::time_t now, std::vector<std::string>& buckets,
+                 std::vector<std::string>& keys);
+// {"scope","window","span","points":[{"bucket","requests","tokensIn","tokensOut","costMicroUsd"}...]}
+std::string render_series(const HistoryQuery& q, const std::vector<std::string>& buckets,
+                          const std::vector<std::int64_t>& values);
+// {"scope","window","span","requests","tokensIn","tokensOut","costMicroUsd"}: the span's sums
+std::string render_totals(const HistoryQuery& q, const std::vector<std::string>& buckets,
+                          const std::vector<std::int64_t>& values);
+
 }  // namespace llmgw

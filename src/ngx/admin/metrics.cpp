@@ -3,6 +3,7 @@
 // breakers, the latch and the in-process rejection counts, rendered by
 // core/metrics. Store-backed series are left out when the read failed.
 #include "core/metrics/gateway_metrics.h"
+#include "ngx/admin/admin_http.h"
 #include "ngx/call/health.h"
 #include "ngx/events/feed.h"
 #include "ngx/module.h"
@@ -52,21 +53,13 @@ ngx_int_t metrics_handler(ngx_http_request_t* r, RequestCtx* ctx) {
         }
     }
     auto keys = std::make_shared<std::vector<std::string>>(metrics_keys(*dir, mcf->state->config, in->models, ngx_time()));
-    CounterStore* store = counter_store(mcf);
-    if (store == nullptr) return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    return await_store(
-        r, ctx, Resume::Finalize,
-        [store, keys, in, ctx](std::function<void()> answered) {
-            std::weak_ptr<bool> alive = ctx->alive;
-            store->read(*keys, [in, keys, alive, answered](const StoreReply& rep, const std::vector<std::int64_t>& v) {
-                auto token = alive.lock();
-                if (!token || !*token) return;
-                in->store_read = rep.status == StoreStatus::Ok && v.size() == keys->size();
-                if (in->store_read) in->values = v;
-                answered();
-            });
-        },
-        [r, in, dir]() { return send_text(r, render_metrics(*in)); });
+    const std::size_t n = keys->size();
+    return read_then(r, ctx, counter_store(mcf), keys,
+                     [r, in, dir, n](const StoreReply& reply, const std::vector<std::int64_t>& values) {
+                         in->store_read = reply.status == StoreStatus::Ok && values.size() == n;
+                         if (in->store_read) in->values = values;
+                         return send_text(r, render_metrics(*in));
+                     });
 }
 
 }  // namespace llmgw
