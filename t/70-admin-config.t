@@ -84,6 +84,15 @@ subtest 'config' => sub {
     unlike($r->{json}{settings}{store}{url}, qr/\Q$SECRET{pw}\E/, 'store URL redacted');
 };
 
+subtest 'overview: features, cache, warnings' => sub {
+    my $o = get('/admin/api/overview', $ADMIN)->{json};
+    is_deeply($o->{features}, { usersFile => JSON::PP::false, sharedStore => JSON::PP::true, passthrough => JSON::PP::false,
+                                metrics => JSON::PP::false, breaker => JSON::PP::false, retries => 0,
+                                discovery => JSON::PP::false }, 'features');
+    is_deeply($o->{cache}, { discoveredModels => [] }, 'no discovered lists');
+    is_deeply($o->{warnings}, [], 'no warning: every model priced, every provider keyed');
+};
+
 subtest 'every admin JSON route: gate and headers; no secret anywhere' => sub {
     Gw::http(POST => $ng->url('/v1/chat/completions'), headers => GwConf::bearer($KEY), body => GwConf::chat_body('fast'));
     my @routes = qw(/admin/api/usage /admin/api/overview /admin/api/events /admin/api/usage/history?scope=total&metric=req

@@ -4,6 +4,7 @@
 #pragma once
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/config/gwconfig.h"
 #include "core/metering/pricing.h"
@@ -29,6 +30,9 @@ struct GatewayState {
     std::unique_ptr<StoreSettings> store;           // null: shared memory only
     std::string replica;                            // llm_gateway_replica (default: host name)
     std::string instance;                           // llm_gateway_instance
+    std::vector<std::string> warnings;              // logged while the configuration was built (overview)
+    bool has_passthrough = false;                   // an llm_gateway_passthrough location exists
+    bool has_metrics = false;                       // an llm_gateway_metrics location exists
 };
 
 struct MainConf {

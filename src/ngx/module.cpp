@@ -64,6 +64,31 @@ ngx_command_t commands[] = {
 
 ngx_int_t preconfiguration(ngx_conf_t* cf) { return add_variables(cf); }
 
+// What the configuration allows but an operator would want to know:
+// logged at warn when the configuration is built, and kept for the admin
+// overview.
+void collect_warnings(ngx_conf_t* cf, MainConf* mcf) {
+    GatewayState& st = *mcf->state;
+    st.warnings.clear();
+    bool budget = false;
+    for (const auto& u : st.directory->users()) budget = budget || u.limits.has_cost_budget();
+    for (const auto& g : st.directory->groups()) budget = budget || g.limits.has_cost_budget();
+    for (const auto& p : st.config.providers()) {
+        if (p.key.empty()) {
+            st.warnings.push_back("provider \"" + p.name + "\" (" + p.where + ") has no key=: its calls carry no credential");
+        }
+        if (!budget || mcf->allow_unpriced) continue;
+        for (const auto& m : p.models) {
+            if (st.prices.find(p.name, provider_type_name(p.type), m) != nullptr) continue;
+            st.warnings.push_back("model \"" + p.name + "/" + m + "\" (" + p.where +
+                                  ") has no price: a caller under a cost budget is refused it (402)");
+        }
+    }
+    for (const auto& w : st.warnings) {
+        ngx_conf_log_error(NGX_LOG_WARN, cf, 0, "llm_gateway: %s", log_text(w).c_str());
+    }
+}
+
 ngx_http_module_t module_ctx = {
     preconfiguration,   // preconfiguration
     postconfiguration,  // postconfiguration
@@ -144,6 +169,7 @@ char* init_main_conf(ngx_conf_t* cf, void* conf) {
             if (mcf->models_zone == nullptr) return static_cast<char*>(NGX_CONF_ERROR);
         }
     }
+    collect_warnings(cf, mcf);
     mcf->events_zone = add_events_zone(cf);
     if (mcf->events_zone == nullptr) return static_cast<char*>(NGX_CONF_ERROR);
     if (mcf->zone == nullptr) {

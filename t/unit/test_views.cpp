@@ -67,7 +67,7 @@ TEST(Views, OverviewShmStore) {
     EXPECT_EQ(render_overview(in),
               R"({"replica":"r1","providers":[],"groups":[],"users":0,"store":{"type":"shm","up":true},)"
               R"("pricing":{"builtinDate":"2026-01-01","models":4,"allowUnpriced":false},)"
-              R"("features":{"usersFile":false,"sharedStore":false},"warnings":[]})");
+              R"("cache":{"discoveredModels":[]},"features":{"usersFile":false,"sharedStore":false,"passthrough":false,"metrics":false,"breaker":false,"retries":0,"discovery":false},"warnings":[]})");
 }
 
 TEST(Views, OverviewRedisStore) {
@@ -87,7 +87,7 @@ TEST(Views, OverviewRedisStore) {
               R"("store":{"type":"redis","url":"redis://127.0.0.1:6379/0","up":false,"failOpen":true,)"
               R"("lastError":"cannot connect","lastErrorTime":"2026-11-27T12:00:00Z","telemetryDropped":2},)"
               R"("pricing":{"builtinDate":"","models":0,"allowUnpriced":false},)"
-              R"("features":{"usersFile":true,"sharedStore":true},"warnings":[]})");
+              R"("cache":{"discoveredModels":[]},"features":{"usersFile":true,"sharedStore":true,"passthrough":false,"metrics":false,"breaker":false,"retries":0,"discovery":false},"warnings":[]})");
     in.store.has_error = false;
     std::string out = render_overview(in);
     EXPECT_NE(out.find(R"("lastError":null,"lastErrorTime":null,"telemetryDropped":2)"), std::string::npos);

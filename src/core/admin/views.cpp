@@ -1,5 +1,6 @@
 #include "core/admin/views.h"
 
+#include <algorithm>
 #include <unordered_set>
 
 #include "core/admin/limits_json.h"
@@ -146,8 +147,21 @@ std::string render_overview(const OverviewInput& in) {
     }
     w.end_object().key("pricing").begin_object().field("builtinDate", in.builtin_price_date);
     w.field("models", static_cast<std::int64_t>(in.priced_models)).field("allowUnpriced", in.allow_unpriced);
-    w.end_object().key("features").begin_object().field("usersFile", in.users_file).field("sharedStore", s.shared);
-    w.end_object().key("warnings").begin_array().end_array().end_object();
+    w.end_object().key("cache").begin_object().key("discoveredModels").begin_array();
+    if (in.config != nullptr) {
+        for (std::size_t i = 0; i < in.discovered.size() && i < in.config->providers().size(); ++i) {
+            if (in.discovered[i] < 0) continue;
+            w.begin_object().field("provider", in.config->providers()[i].name).field("models", in.discovered[i]).end_object();
+        }
+    }
+    w.end_array().end_object();
+    w.key("features").begin_object().field("usersFile", in.users_file).field("sharedStore", s.shared);
+    w.field("passthrough", in.passthrough).field("metrics", in.metrics).field("breaker", in.breaker);
+    w.field("retries", in.retries).field("discovery", std::find_if(in.discovered.begin(), in.discovered.end(),
+                                                                   [](std::int64_t n) { return n >= 0; }) != in.discovered.end());
+    w.end_object().key("warnings").begin_array();
+    for (const auto& m : in.warnings) w.str(m);
+    w.end_array().end_object();
     return w.take();
 }
 

@@ -56,6 +56,12 @@ struct OverviewInput {
     std::size_t priced_models = 0;
     bool allow_unpriced = false;
     bool users_file = false;
+    // features beyond the store and the users file
+    bool passthrough = false, metrics = false, breaker = false;
+    std::int64_t retries = 0;
+    // the discovered model lists (cache), by provider index; -1: no discovery
+    std::vector<std::int64_t> discovered;
+    std::vector<std::string> warnings;          // logged while the configuration was built
 };
 
 // Secrets never appear: a provider shows how its key was given (key_ref).

@@ -7,6 +7,7 @@
 #include "core/metering/keys.h"
 #include "ngx/admin/admin_http.h"
 #include "ngx/call/health.h"
+#include "ngx/discovery/model_cache.h"
 #include "ngx/worker.h"
 
 namespace llmgw {
@@ -131,6 +132,16 @@ ngx_int_t overview(ngx_http_request_t* r, RequestCtx* ctx) {
     in.priced_models = st.prices.size();
     in.allow_unpriced = mcf->allow_unpriced != 0;
     in.users_file = !st.users_file.empty();
+    in.passthrough = st.has_passthrough;
+    in.metrics = st.has_metrics;
+    in.breaker = mcf->breaker_failures > 0;
+    in.retries = mcf->retries;
+    in.warnings = st.warnings;
+    for (std::size_t i = 0; i < st.config.providers().size(); ++i) {
+        in.discovered.push_back(st.config.providers()[i].discover_ms > 0
+                                    ? static_cast<std::int64_t>(model_cache_read(mcf, i).size())
+                                    : -1);
+    }
     std::string out = render_overview(in);
     if (admin_secure_headers(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
     return send_json(r, NGX_HTTP_OK, out);

@@ -195,6 +195,9 @@ char* set_mode(ngx_conf_t* cf, void* conf, LocMode mode) {
     }
     lcf->mode = mode;
     clcf->handler = content_handler;
+    auto* mcf = static_cast<MainConf*>(ngx_http_conf_get_module_main_conf(cf, ngx_http_llm_gateway_module));
+    if (mode == kModePassthrough) mcf->state->has_passthrough = true;
+    if (mode == kModeMetrics) mcf->state->has_metrics = true;
     return NGX_CONF_OK;
 }
 
