@@ -48,6 +48,8 @@ struct MainConf {
     ngx_msec_t breaker_open;          // llm_gateway_breaker open=
     ngx_shm_zone_t* health_zone;      // the breakers' slots (ngx/call/health.h)
     ngx_shm_zone_t* events_zone;      // the failure feed's ring (ngx/events/feed.h)
+    ngx_flag_t stat_user_model;       // llm_gateway_stats user_model=
+    ngx_flag_t stat_latency;          // llm_gateway_stats latency=
     ngx_shm_zone_t* models_zone;      // discovered model lists (ngx/discovery/model_cache.h)
 };
 

@@ -40,6 +40,8 @@ ngx_command_t commands[] = {
      NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, retries), &kRetriesBounds},
     {ngx_string("llm_gateway_retry_backoff"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE2, set_retry_backoff,
      NGX_HTTP_MAIN_CONF_OFFSET, 0, nullptr},
+    {ngx_string("llm_gateway_stats"), NGX_HTTP_MAIN_CONF | NGX_CONF_1MORE, set_stats, NGX_HTTP_MAIN_CONF_OFFSET, 0,
+     nullptr},
     {ngx_string("llm_gateway_breaker"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE12, set_breaker, NGX_HTTP_MAIN_CONF_OFFSET,
      0, nullptr},
     {ngx_string("llm_gateway_users_file"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE12, set_users_file,
@@ -116,6 +118,8 @@ void* create_main_conf(ngx_conf_t* cf) {
     }
     cln->handler = destroy_state;
     mcf->allow_unpriced = NGX_CONF_UNSET;
+    mcf->stat_user_model = NGX_CONF_UNSET;
+    mcf->stat_latency = NGX_CONF_UNSET;
     mcf->users_file_interval = NGX_CONF_UNSET_MSEC;
     mcf->max_tokens_per_request = NGX_CONF_UNSET;
     mcf->retries = NGX_CONF_UNSET;
@@ -152,6 +156,8 @@ char* init_main_conf(ngx_conf_t* cf, void* conf) {
         mcf->state->replica.assign(reinterpret_cast<char*>(cf->cycle->hostname.data), cf->cycle->hostname.len);
     }
     ngx_conf_init_value(mcf->allow_unpriced, 0);
+    ngx_conf_init_value(mcf->stat_user_model, 0);
+    ngx_conf_init_value(mcf->stat_latency, 0);
     ngx_conf_init_msec_value(mcf->users_file_interval, 5000);
     ngx_conf_init_value(mcf->max_tokens_per_request, kDefaultMaxTokensPerRequest);
     ngx_conf_init_value(mcf->retries, 1);

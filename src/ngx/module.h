@@ -210,6 +210,8 @@ ngx_int_t admin_ranking(ngx_http_request_t* r, RequestCtx* ctx);
 // admin/admin.cpp: GET /admin/api/usage/series, /usage/totals.
 ngx_int_t admin_series(ngx_http_request_t* r, RequestCtx* ctx);
 ngx_int_t admin_totals(ngx_http_request_t* r, RequestCtx* ctx);
+// admin/usage_reads.cpp: GET /admin/api/performance (the latency statistic).
+ngx_int_t admin_performance(ngx_http_request_t* r, RequestCtx* ctx);
 
 // users_reload.cpp
 ngx_int_t init_users_file(ngx_cycle_t* cycle, Worker& w);
@@ -232,5 +234,6 @@ char* set_replica(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
 char* set_instance(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
 char* set_retry_backoff(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
 char* set_breaker(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
+char* set_stats(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
 
 }  // namespace llmgw

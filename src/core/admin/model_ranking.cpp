@@ -86,10 +86,12 @@ bool ranking_keys(const RankingQuery& q, const std::vector<CatalogModel>& catalo
     std::vector<std::string> buckets;
     for (int back = q.span - 1; back >= 0; --back) buckets.push_back(bucket_back(q.window, now, back));
     keys.reserve(models.size() * per_model);
+    const char* kind = q.user.empty() ? "model" : "usermodel";
     for (const CatalogModel* m : models) {
+        const std::string id = q.user.empty() ? m->id : q.user + "|" + m->id;
         for (const char* metric : kMetrics) {
             if (!q.detail && q.metric != metric) continue;
-            for (const std::string& b : buckets) keys.push_back(counter_key("model", m->id, metric, q.window, b));
+            for (const std::string& b : buckets) keys.push_back(counter_key(kind, id, metric, q.window, b));
         }
     }
     return true;

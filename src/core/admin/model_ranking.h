@@ -19,6 +19,7 @@ struct RankingQuery {
     std::size_t offset = 0;
     std::string prefix;            // model ids that start with it
     bool detail = false;           // the four totals and free on every entry
+    std::string user;              // the userModel statistic: that user's usage per model ("" = all)
 };
 
 inline constexpr std::size_t kMaxAdminReadKeys = 64000;   // keys one admin read may take

@@ -6,6 +6,8 @@
 
 #include "core/admin/history.h"
 #include "core/admin/model_ranking.h"
+#include "core/metering/keys.h"
+#include "core/stats/latency.h"
 #include "ngx/admin/admin_http.h"
 #include "ngx/discovery/model_cache.h"
 
@@ -107,6 +109,18 @@ ngx_int_t ranking(ngx_http_request_t* r, RequestCtx* ctx) {
         return send_error(r, NGX_HTTP_BAD_REQUEST, err, "invalid_request_error", "invalid_ranking_query");
     }
     MainConf* mcf = main_conf(r);
+    q->user = decoded_arg(r, "user");
+    if (!q->user.empty()) {
+        if (!mcf->stat_user_model) {
+            return send_error(r, NGX_HTTP_BAD_REQUEST,
+                              "usage per user and model is not recorded: enable it with llm_gateway_stats user_model=on",
+                              "invalid_request_error", "statistic_off");
+        }
+        if (ctx->directory->find_user(q->user) == nullptr) {
+            return send_error(r, NGX_HTTP_NOT_FOUND, "unknown user \"" + log_value(q->user) + "\"",
+                              "invalid_request_error", "unknown_scope");
+        }
+    }
     auto catalog = std::make_shared<std::vector<CatalogModel>>(ranking_catalog(mcf));
     auto models = std::make_shared<std::vector<const CatalogModel*>>();
     auto keys = std::make_shared<std::vector<std::string>>();
@@ -121,8 +135,45 @@ ngx_int_t ranking(ngx_http_request_t* r, RequestCtx* ctx) {
                      });
 }
 
+// Latency percentiles per model from the latency statistic's histograms,
+// one batch read over the catalog (window: hour, day (default) or month).
+ngx_int_t performance(ngx_http_request_t* r, RequestCtx* ctx) {
+    if (admin_secure_headers(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    MainConf* mcf = main_conf(r);
+    if (!mcf->stat_latency) {
+        return send_error(r, NGX_HTTP_BAD_REQUEST,
+                          "latency is not recorded: enable it with llm_gateway_stats latency=on", "invalid_request_error",
+                          "statistic_off");
+    }
+    Window w = Window::Day;
+    std::string_view wa = query_arg(r, "window");
+    if (!wa.empty() && (!parse_window(wa, w) || w == Window::Min)) {
+        return send_error(r, NGX_HTTP_BAD_REQUEST, "window must be hour, day or month", "invalid_request_error",
+                          "invalid_performance_query");
+    }
+    auto models = std::make_shared<std::vector<std::string>>();
+    for (const CatalogModel& m : ranking_catalog(mcf)) models->push_back(m.id);
+    if (models->size() * kLatencyBuckets > kMaxAdminReadKeys) {
+        return send_error(r, NGX_HTTP_BAD_REQUEST, "the catalog is too large for one read", "invalid_request_error",
+                          "read_too_large");
+    }
+    auto keys = std::make_shared<std::vector<std::string>>();
+    const std::string b = bucket(w, ngx_time());
+    for (const std::string& m : *models) {
+        for (const std::string& id : latency_ids(m)) keys->push_back(counter_key("lat", id, "req", w, b));
+    }
+    const std::size_t n = keys->size();
+    const char* wname = w == Window::Hour ? "hour" : w == Window::Month ? "month" : "day";
+    return read_then(r, ctx, counter_store(mcf), keys,
+                     [r, models, n, wname](const StoreReply& reply, const std::vector<std::int64_t>& values) {
+                         if (reply.status != StoreStatus::Ok || values.size() != n) return store_unreadable(r);
+                         return send_json(r, NGX_HTTP_OK, render_performance(*models, values, wname));
+                     });
+}
+
 }  // namespace
 
+ngx_int_t admin_performance(ngx_http_request_t* r, RequestCtx* ctx) { return performance(r, ctx); }
 ngx_int_t admin_history(ngx_http_request_t* r, RequestCtx* ctx) { return history(r, ctx); }
 ngx_int_t admin_series(ngx_http_request_t* r, RequestCtx* ctx) { return series(r, ctx, false); }
 ngx_int_t admin_totals(ngx_http_request_t* r, RequestCtx* ctx) { return series(r, ctx, true); }

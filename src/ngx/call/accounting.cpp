@@ -2,6 +2,7 @@
 // model's request counter in one batch; provider attempt/failure counters;
 // last-seen stamps at most once per scope per minute per worker.
 #include "core/metering/accounting.h"
+#include "core/stats/latency.h"
 #include "ngx/call/call.h"
 #include "ngx/http/routes.h"
 #include "ngx/module.h"
@@ -200,6 +201,34 @@ void account_request(ngx_log_t* log, MainConf* mcf, RequestCtx* ctx, bool cancel
                       static_cast<long long>(in.usage.prompt_tokens), static_cast<long long>(in.usage.completion_tokens),
                       static_cast<long long>(in.cost_micros), in.estimated ? " (estimated)" : "",
                       cancelled ? " (client cancelled)" : "");
+    }
+    // The optional statistics (llm_gateway_stats), in the same batch: the
+    // user's usage of the model, and the answering call's latency bucket.
+    // The deltas view these strings: they outlive apply().
+    // Past the statistics bound, new ids go to the provider's "other".
+    std::string user_model, user_model_other, latency, latency_other;
+    if (!in.model.empty() && !deltas.empty()) {
+        const ScopeDelta model_delta = deltas.back();   // accounting_deltas puts the model scope last
+        if (mcf->stat_user_model && model_delta.kind == "model") {
+            user_model = ctx->user->name + "|" + in.model;
+            user_model_other = ctx->user->name + "|" + overflow;
+            ScopeDelta d = model_delta;
+            d.kind = "usermodel";
+            d.id = user_model;
+            d.overflow_id = user_model_other;
+            deltas.push_back(d);
+        }
+        if (mcf->stat_latency && call->ended != 0 && call->ended >= call->started) {
+            const auto elapsed = static_cast<std::int64_t>(call->ended - call->started);
+            latency = latency_id(in.model, elapsed);
+            latency_other = latency_id(overflow, elapsed);
+            ScopeDelta d;
+            d.kind = "lat";
+            d.id = latency;
+            d.overflow_id = latency_other;
+            d.delta[kMetricReq] = 1;
+            deltas.push_back(d);
+        }
     }
     if (!in.model.empty() || !in.scopes.empty()) {
         ctx->tallied_model = in.model;

@@ -224,6 +224,7 @@ ngx_int_t Call::start(ngx_http_request_t* r, const CallerRequest& in, Join* join
     ngx_http_set_ctx(s, sub, ngx_http_llm_gateway_module);
     sr = s;
     state = State::Running;
+    started = ngx_current_msec;
     join_ = join;
     if (join_ != nullptr) ++join_->pending;
     return NGX_OK;
@@ -314,6 +315,7 @@ ngx_int_t Call::done_handler(ngx_http_request_t*, void* data, ngx_int_t rc) {
 ngx_int_t Call::on_done(ngx_int_t rc) {
     if (state == State::Done) return NGX_OK;
     state = State::Done;
+    ended = ngx_current_msec;
     sr_rc = rc;
     if (answered_) {
         // nginx finalizes a call whose body framing broke (invalid chunked

@@ -66,6 +66,8 @@ public:
     bool probe = false;                 // the half-open breaker's probe
     bool health_recorded = false;       // the breaker has this call's verdict
     bool event_recorded = false;        // the failure feed has seen this call
+    ngx_msec_t started = 0;             // when the subrequest was made (ngx_current_msec)
+    ngx_msec_t ended = 0;               // when it ended (0: running)
     ngx_chain_t* free_bufs = nullptr;   // output buffers of the subrequest, reused
     ngx_chain_t* busy_bufs = nullptr;
 
