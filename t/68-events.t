@@ -185,6 +185,20 @@ subtest 'the ring holds 200 across both workers, oldest overwritten' => sub {
 
 $ng->stop;
 
+subtest 'unpriced billed as zero (llm_gateway_allow_unpriced on): a warning event' => sub {
+    my $ngw = Gw::Nginx->start(conf => gateway_conf(store => "llm_gateway_allow_unpriced on;\n"), workers => 1,
+                               vars => { MOCK => $mock->port });
+    my $r = Gw::http(POST => $ngw->url('/v1/chat/completions'), headers => GwConf::bearer($BUD),
+                     body => GwConf::chat_body('local-x'));
+    is($r->{status}, 200, 'served, billed as zero');
+    my $e = events(ng => $ngw)->{events}[0];
+    is_deeply(strip($e), { user => 'bud', group => 'eng', model => 'oai/local-x', provider => 'oai', route => 'pricing',
+                           kind => 'unpriced',
+                           message => 'model oai/local-x has no configured price; billed as zero under a cost budget' },
+              'kind unpriced, route pricing, no status');
+    $ngw->stop;
+};
+
 # ------------------------------------------------------------ Redis mirror
 
 {

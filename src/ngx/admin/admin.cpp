@@ -3,6 +3,7 @@
 // (admin_http.h). The access phase already answered 401/403 where needed.
 #include <ctime>
 
+#include "core/admin/model_ranking.h"
 #include "core/admin/views.h"
 #include "core/metering/keys.h"
 #include "ngx/admin/admin_http.h"
@@ -45,6 +46,12 @@ std::string decoded_arg(ngx_http_request_t* r, const char* name) {
 ngx_int_t read_then(ngx_http_request_t* r, RequestCtx* ctx, CounterStore* store,
                     std::shared_ptr<const std::vector<std::string>> keys, ReadFinish finish) {
     if (store == nullptr) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    if (keys->size() > kMaxAdminReadKeys) {   // refused, never truncated
+        return send_error(r, NGX_HTTP_BAD_REQUEST,
+                          "the read would take " + std::to_string(keys->size()) + " keys, over the " +
+                              std::to_string(kMaxAdminReadKeys) + " an admin read may take",
+                          "invalid_request_error", "read_too_large");
+    }
     // What the store answered, kept until the answer is written.
     struct Answer {
         StoreReply reply;
