@@ -90,6 +90,7 @@ struct RequestCtx {
     // the model that answered, its tokens and cost (-1: none counted).
     std::string tallied_model;
     std::int64_t tallied_in = -1, tallied_out = -1, tallied_cost = -1;
+    const ProviderConf* tallied_provider = nullptr;   // the provider of the call that answered
     const char* reject_kind = nullptr;   // rate_limit, budget, store_down, unpriced: why admission refused
     bool own_response = false;        // the gateway wrote this response itself
     bool replacing = false;           // nginx error page being replaced by the envelope

@@ -230,6 +230,7 @@ void account_request(ngx_log_t* log, MainConf* mcf, RequestCtx* ctx, bool cancel
             deltas.push_back(d);
         }
     }
+    ctx->tallied_provider = call->provider;
     if (!in.model.empty() || !in.scopes.empty()) {
         ctx->tallied_model = in.model;
         ctx->tallied_in = in.usage.prompt_tokens;

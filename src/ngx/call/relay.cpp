@@ -7,7 +7,7 @@
 #include "core/routing/retry.h"
 #include "ngx/call/call.h"
 #include "ngx/call/health.h"
-#include "ngx/events/feed.h"
+#include "ngx/http/request_events.h"
 #include "ngx/http/headers.h"
 #include "ngx/http/routes.h"
 #include "ngx/module.h"
@@ -385,7 +385,7 @@ void resume(ngx_http_request_t* r) {
         record_health(main_conf(r), call);
         if (!call.event_recorded) {
             call.event_recorded = true;
-            call_event(r, *ctx, call);
+            call_event(*ctx, call);
         }
         if (retryable(*ctx, call) && next_attempt(r, ctx, call)) return;   // resume() runs again after it
         r->write_event_handler = ngx_http_request_empty_handler;

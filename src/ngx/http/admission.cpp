@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "ngx/events/feed.h"
+#include "ngx/http/request_events.h"
 #include "ngx/http/routes.h"
 #include "ngx/module.h"
 #include "ngx/worker.h"
@@ -24,7 +25,7 @@ ngx_int_t answer_rejection(ngx_http_request_t* r, RequestCtx* ctx, const Admissi
     if (add_header(r, "Retry-After", std::to_string(res.retry_after)) != NGX_OK) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
-    request_event(r, *ctx, res.kind == ViolationKind::Budget ? "budget" : "rate_limit", 429, res.message);
+    request_event(*ctx, res.kind == ViolationKind::Budget ? "budget" : "rate_limit", 429, res.message);
     for (const Scope& s : request_scopes(*ctx)) {
         if (s.kind != "total") count_rejection(main_conf(r), s.kind, s.id);
     }
@@ -46,9 +47,9 @@ bool priced_or_allowed(ngx_http_request_t* r, RequestCtx* ctx, MainConf* mcf) {
                       "llm_gateway: model \"%s\" has no price; billed as zero for user \"%s\" "
                       "(llm_gateway_allow_unpriced on)",
                       log_value(ctx->resolved.canonical).c_str(), log_value(ctx->user->name).c_str());
-        request_event(r, *ctx, "unpriced", 0,
+        request_event(*ctx, "unpriced", 0,
                       "model " + ctx->resolved.canonical + " has no configured price; billed as zero under a cost budget",
-                      nullptr, "pricing");
+                      nullptr, {}, "pricing");
         return true;
     }
     return false;
@@ -95,7 +96,7 @@ ngx_int_t admit_request(ngx_http_request_t* r, RequestCtx* ctx) {
                       log_value(ctx->resolved.canonical).c_str(), log_value(ctx->user->name).c_str());
         ctx->reject_kind = "unpriced";
         std::string msg = "model " + ctx->resolved.canonical + " has no configured price and a cost budget applies to this key";
-        request_event(r, *ctx, "unpriced", 402, msg, nullptr, "pricing");
+        request_event(*ctx, "unpriced", 402, msg, nullptr, {}, "pricing");
         return reject(r, 402, msg, "invalid_request_error", "model_unpriced");
     }
     CounterStore* store = counter_store(mcf);
@@ -124,7 +125,7 @@ ngx_int_t finish_admission(ngx_http_request_t* r, RequestCtx* ctx) {
         ngx_log_error(NGX_LOG_WARN, r->connection->log, 0, "llm_gateway: admission refused: %s",
                       log_text(ctx->admit_reply.error).c_str());
         ctx->reject_kind = "store_down";
-        request_event(r, *ctx, "store_down", 503, "the limit store is unavailable");
+        request_event(*ctx, "store_down", 503, "the limit store is unavailable");
         return reject(r, NGX_HTTP_SERVICE_UNAVAILABLE, "the limit store is unavailable", "server_error",
                       "limit_store_unavailable");
     }

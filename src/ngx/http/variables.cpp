@@ -5,7 +5,6 @@
 // not get that far.
 #include <cinttypes>
 
-#include "ngx/call/call.h"
 #include "ngx/http/routes.h"
 #include "ngx/module.h"
 
@@ -47,9 +46,9 @@ ngx_int_t set_number(ngx_http_request_t* r, ngx_http_variable_value_t* v, std::i
     return NGX_OK;
 }
 
-// The provider that answered (the chosen call's), else the resolved one.
+// The provider that answered (counted by accounting), else the resolved one.
 const ProviderConf* provider_of(const RequestCtx& ctx) {
-    if (ctx.chosen != nullptr) return ctx.chosen->provider;
+    if (ctx.tallied_provider != nullptr) return ctx.tallied_provider;
     return ctx.resolved.provider;
 }
 
