@@ -271,9 +271,9 @@ subtest 'a valid configuration passes nginx -t' => sub {
     # What it allows but an operator should know, logged at warn (and shown by the admin overview).
     my @warn = map { s/^.*\[warn\] \d+#\d+: //r } grep { /\[warn\]/ } split /\n/, $out;
     s/ \(\S+:\d+\)//g, s/ in \S+$// for @warn;
-    is_deeply(\@warn, ['llm_gateway: model "other.v2_x-1/m1" has no price: a caller under a cost budget is refused it (402)',
+    is_deeply(\@warn, ['llm_gateway: model "other.v2_x-1/m1" has no price: under a cost budget, token-billed requests for it are refused (402)',
                        'llm_gateway: provider "nokey" has no key=: its calls carry no credential',
-                       'llm_gateway: model "nokey/m2" has no price: a caller under a cost budget is refused it (402)'],
+                       'llm_gateway: model "nokey/m2" has no price: under a cost budget, token-billed requests for it are refused (402)'],
               'the warnings: unpriced models under a cost budget, a provider without a key');
     for my $s ($ENV_SECRET, $FILE_SECRET, $USER_SECRET) {
         ok(index($out, $s) < 0, 'secret value not in the output');

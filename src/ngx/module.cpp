@@ -83,7 +83,7 @@ void collect_warnings(ngx_conf_t* cf, MainConf* mcf) {
         for (const auto& m : p.models) {
             if (st.prices.find(p.name, provider_type_name(p.type), m) != nullptr) continue;
             st.warnings.push_back("model \"" + p.name + "/" + m + "\" (" + p.where +
-                                  ") has no price: a caller under a cost budget is refused it (402)");
+                                  ") has no price: under a cost budget, token-billed requests for it are refused (402)");
         }
     }
     for (const auto& w : st.warnings) {
