@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/metering/keys.h"
 #include "core/metering/windows.h"
 
 namespace llmgw {
@@ -21,8 +22,6 @@ struct RankingQuery {
     bool detail = false;           // the four totals and free on every entry
     std::string user;              // the userModel statistic: that user's usage per model ("" = all)
 };
-
-inline constexpr std::size_t kMaxAdminReadKeys = 64000;   // keys one admin read may take
 
 // "" arguments take the defaults. false with err (a sentence for a 400).
 bool parse_ranking_query(std::string_view metric, std::string_view window, std::string_view span,

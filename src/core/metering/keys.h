@@ -47,4 +47,8 @@ enum UsageSlot {
 };
 void append_usage_keys(std::string_view kind, std::string_view id, std::time_t now, std::vector<std::string>& out);
 
+// Keys one admin read may take (spec "Limits": admin read cap); a larger
+// read is refused, never truncated.
+inline constexpr std::size_t kMaxAdminReadKeys = 64000;
+
 }  // namespace llmgw

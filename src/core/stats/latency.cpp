@@ -41,7 +41,7 @@ Percentiles latency_percentiles(const std::vector<std::int64_t>& counts) {
 }
 
 std::string render_performance(const std::vector<std::string>& models, const std::vector<std::int64_t>& values,
-                               const char* window) {
+                               std::string_view window) {
     JsonWriter w;
     w.begin_object().field("window", window);
     w.key("bucketsMs").begin_array();

@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace llmgw {
@@ -27,6 +28,6 @@ Percentiles latency_percentiles(const std::vector<std::int64_t>& counts);
 
 // GET /admin/api/performance: per model with calls, its count and percentiles.
 std::string render_performance(const std::vector<std::string>& models, const std::vector<std::int64_t>& values,
-                               const char* window);
+                               std::string_view window);
 
 }  // namespace llmgw

@@ -3,7 +3,6 @@
 // (admin_http.h). The access phase already answered 401/403 where needed.
 #include <ctime>
 
-#include "core/admin/model_ranking.h"
 #include "core/admin/views.h"
 #include "core/metering/keys.h"
 #include "ngx/admin/admin_http.h"

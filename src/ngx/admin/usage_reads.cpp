@@ -153,21 +153,16 @@ ngx_int_t performance(ngx_http_request_t* r, RequestCtx* ctx) {
     }
     auto models = std::make_shared<std::vector<std::string>>();
     for (const CatalogModel& m : ranking_catalog(mcf)) models->push_back(m.id);
-    if (models->size() * kLatencyBuckets > kMaxAdminReadKeys) {
-        return send_error(r, NGX_HTTP_BAD_REQUEST, "the catalog is too large for one read", "invalid_request_error",
-                          "read_too_large");
-    }
     auto keys = std::make_shared<std::vector<std::string>>();
     const std::string b = bucket(w, ngx_time());
     for (const std::string& m : *models) {
         for (const std::string& id : latency_ids(m)) keys->push_back(counter_key("lat", id, "req", w, b));
     }
     const std::size_t n = keys->size();
-    const char* wname = w == Window::Hour ? "hour" : w == Window::Month ? "month" : "day";
     return read_then(r, ctx, counter_store(mcf), keys,
-                     [r, models, n, wname](const StoreReply& reply, const std::vector<std::int64_t>& values) {
+                     [r, models, n, w](const StoreReply& reply, const std::vector<std::int64_t>& values) {
                          if (reply.status != StoreStatus::Ok || values.size() != n) return store_unreadable(r);
-                         return send_json(r, NGX_HTTP_OK, render_performance(*models, values, wname));
+                         return send_json(r, NGX_HTTP_OK, render_performance(*models, values, window_name(w)));
                      });
 }
 

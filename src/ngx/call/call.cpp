@@ -44,7 +44,7 @@ ngx_table_elt_t* push_header(ngx_list_t* list, ngx_pool_t* pool, std::string_vie
 
 // The provider sees the caller's headers minus every credential, upstream
 // organisation header and hop-by-hop/body header, plus the codec's headers.
-ngx_int_t build_sr_headers(ngx_http_request_t* r, ngx_http_request_t* sr, const UpstreamRequest& up, off_t length) {
+ngx_int_t build_sr_headers(ngx_http_request_t* r, ngx_http_request_t* sr, const UpstreamRequest& up) {
     ngx_http_headers_in_t& hi = sr->headers_in;
     if (ngx_list_init(&hi.headers, r->pool, 16, sizeof(ngx_table_elt_t)) != NGX_OK) return NGX_ERROR;
 
@@ -80,7 +80,7 @@ ngx_int_t build_sr_headers(ngx_http_request_t* r, ngx_http_request_t* sr, const 
     hi.chunked = 0;
     hi.connection_type = 0;
     hi.keep_alive_n = -1;
-    hi.content_length_n = length;
+    hi.content_length_n = -1;   // the body's length comes in the PRECONTENT phase (subrequest_precontent)
 
     for (const auto& [name, value] : up.headers) {
         ngx_table_elt_t* h = push_header(&hi.headers, r->pool, name, value);
@@ -217,7 +217,7 @@ ngx_int_t Call::start(ngx_http_request_t* r, const CallerRequest& in, Join* join
     s->method_name = method;
     // A bodiless request says nothing about a body (no "Content-Length: 0" on a GET).
     const bool body_method = s->method & (NGX_HTTP_POST | NGX_HTTP_PUT | NGX_HTTP_PATCH);
-    if (build_sr_headers(r, s, up, -1) != NGX_OK) return NGX_ERROR;
+    if (build_sr_headers(r, s, up) != NGX_OK) return NGX_ERROR;
     sub->body_length = length == 0 && !body_method ? -1 : length;   // set in the PRECONTENT phase
 
     sub->call = this;

@@ -73,9 +73,8 @@ char* set_stats(ngx_conf_t* cf, ngx_command_t*, void* conf) {
     if (mcf->stat_user_model != NGX_CONF_UNSET || mcf->stat_latency != NGX_CONF_UNSET) return const_cast<char*>("is duplicate");
     mcf->stat_user_model = 0;
     mcf->stat_latency = 0;
-    auto* args = static_cast<ngx_str_t*>(cf->args->elts);
     for (ngx_uint_t i = 1; i < cf->args->nelts; ++i) {
-        std::string_view a(reinterpret_cast<const char*>(args[i].data), args[i].len);
+        const std::string_view a = conf_arg(cf, i);
         ngx_flag_t* slot = nullptr;
         std::string_view v;
         if (a.rfind("user_model=", 0) == 0) {
@@ -86,10 +85,8 @@ char* set_stats(ngx_conf_t* cf, ngx_command_t*, void* conf) {
             v = a.substr(8);
         }
         if (slot == nullptr || (v != "on" && v != "off")) {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "invalid parameter \"%V\" of llm_gateway_stats: use user_model=on|off and latency=on|off",
-                               &args[i]);
-            return static_cast<char*>(NGX_CONF_ERROR);
+            return conf_error(cf, "invalid parameter \"" + std::string(a) +
+                                      "\" of llm_gateway_stats: use user_model=on|off and latency=on|off");
         }
         *slot = v == "on";
     }
