@@ -268,7 +268,8 @@ bool codec_serves(CodecKind kind, ProviderType provider) {
     switch (kind) {
     case CodecKind::OpenAIChat:
     case CodecKind::AnthropicMessages:
-    case CodecKind::Passthrough: return true;
+    case CodecKind::Passthrough:
+    case CodecKind::Relay: return true;
     case CodecKind::OpenAIEmbeddings: return provider != ProviderType::Anthropic;   // Anthropic has no embeddings API
     // Gemini's image and speech APIs take other parameters and answer in
     // other shapes: no exact translation, so OpenAI-type providers only.
@@ -297,6 +298,7 @@ std::unique_ptr<Codec> make_codec(CodecKind kind, const CodecOptions& opt) {
     case CodecKind::OpenAISpeech:
     case CodecKind::OpenAITranscription: return make_media_codec(kind, opt);
     case CodecKind::Passthrough: return make_passthrough_codec(opt);
+    case CodecKind::Relay: return make_relay_codec(opt);
     case CodecKind::None: break;
     }
     return nullptr;
@@ -311,6 +313,7 @@ const char* codec_kind_name(CodecKind kind) {
     case CodecKind::OpenAISpeech: return "openai-speech";
     case CodecKind::OpenAITranscription: return "openai-transcription";
     case CodecKind::Passthrough: return "passthrough";
+    case CodecKind::Relay: return "relay";
     case CodecKind::None: break;
     }
     return "none";

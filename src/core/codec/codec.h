@@ -29,6 +29,10 @@ struct CallerRequest {
     std::string_view query;            // the caller's query string, without '?' (passthrough)
     std::string_view content_type;     // the caller's Content-Type (transcription, passthrough)
     const FormScan* form = nullptr;    // the scanned multipart body (transcription)
+    // Relay: the gateway's own request (a federated tool call): none of the
+    // caller's headers go with it, only these.
+    bool own_request = false;
+    std::vector<std::pair<std::string, std::string>> headers;
 };
 
 // The request the shell sends to the provider's internal location. The shell
@@ -48,6 +52,7 @@ struct UpstreamRequest {
     bool caller_body = false;
     std::size_t splice_at = 0;
     std::size_t splice_len = 0;
+    bool bare_headers = false;         // none of the caller's headers are copied
 };
 
 // How the upstream answer is handled, decided by head().

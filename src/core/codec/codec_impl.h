@@ -10,6 +10,7 @@ namespace llmgw {
 
 std::unique_ptr<Codec> make_openai_codec(bool chat, const CodecOptions& opt);
 std::unique_ptr<Codec> make_passthrough_codec(const CodecOptions& opt);
+std::unique_ptr<Codec> make_relay_codec(const CodecOptions& opt);
 // Images, speech and transcription to an OpenAI-type provider.
 std::unique_ptr<Codec> make_media_codec(CodecKind kind, const CodecOptions& opt);
 // A caller's chat API (OpenAIChat or AnthropicMessages) to a provider of

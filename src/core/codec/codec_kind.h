@@ -12,5 +12,6 @@ enum class CodecKind {
     OpenAISpeech,        // POST /v1/audio/speech
     OpenAITranscription, // POST /v1/audio/transcriptions (multipart/form-data)
     Passthrough,         // native provider passthrough
+    Relay,               // tool servers and agents: bytes both ways, nothing read (core/codec/relay_codec.cpp)
 };
 }  // namespace llmgw

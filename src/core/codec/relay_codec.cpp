@@ -1,0 +1,64 @@
+// The relay codec: tool servers and agents (per-target proxies and the
+// federated /mcp endpoint's backend calls). The caller's method, path, query
+// and body go to the target's location, or the gateway's own request when it
+// makes one; the status, headers and bytes come back unchanged and as they
+// arrive, error statuses included. Nothing is read from them: a target is
+// counted by its requests only.
+#include "core/codec/codec_impl.h"
+
+namespace llmgw {
+namespace {
+
+class RelayCodec final : public Codec {
+public:
+    explicit RelayCodec(const CodecOptions& o) : Codec(o) {}
+
+    CodecKind kind() const override { return CodecKind::Relay; }
+
+    bool build_request(const CallerRequest& in, UpstreamRequest& out, std::string&) const override {
+        out.method.assign(in.method);
+        out.path.assign(in.path);
+        if (!in.query.empty()) out.path += "?" + std::string(in.query);
+        if (!in.content_type.empty()) out.headers.emplace_back("Content-Type", std::string(in.content_type));
+        for (const auto& h : in.headers) out.headers.push_back(h);
+        out.bare_headers = in.own_request;
+        out.caller_body = true;
+        return true;
+    }
+
+    // The bytes are the target's own: never closed with a gateway event.
+    bool event_stream() const override { return false; }
+
+protected:
+    bool relays_error_status() const override { return true; }
+
+    BodyMode on_head(int status, std::string_view) override {
+        error_ = status >= 400;
+        return BodyMode::Stream;
+    }
+
+    void on_stream(std::string_view bytes, std::string& out) override { out.append(bytes); }
+
+    void on_stream_end(BodyEnd how, std::string&) override {
+        if (error_) {
+            res_.end = EndState::UpstreamError;
+            return;
+        }
+        res_.end = how == BodyEnd::Clean ? EndState::Complete : how == BodyEnd::Cut ? EndState::Cut : EndState::Invalid;
+        if (res_.end == EndState::Invalid) res_.text = "invalid framing of the response body";
+    }
+
+    void on_whole(std::string& body, std::string& out) override {   // never chosen: on_head streams
+        out.swap(body);
+        res_.end = EndState::Complete;
+    }
+
+private:
+    bool error_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Codec> make_relay_codec(const CodecOptions& opt) { return std::make_unique<RelayCodec>(opt); }
+
+}  // namespace llmgw

@@ -1,0 +1,62 @@
+// JSON-RPC 2.0 as the federated /mcp endpoint speaks it (no nginx): the
+// caller's message, the gateway's answers and requests, and a backend's
+// reply read from a JSON or an SSE body.
+#pragma once
+#include <string>
+#include <string_view>
+
+namespace llmgw {
+
+// JSON-RPC error codes used by the endpoint.
+inline constexpr int kRpcParseError = -32700;
+inline constexpr int kRpcInvalidRequest = -32600;
+inline constexpr int kRpcMethodNotFound = -32601;
+inline constexpr int kRpcInvalidParams = -32602;
+inline constexpr int kRpcInternalError = -32603;
+inline constexpr int kRpcSessionNotFound = -32001;   // the SDKs' "session not found"
+
+// One message posted by the caller.
+struct RpcMessage {
+    enum class Kind { Request, Notification, Response, Invalid };
+    Kind kind = Kind::Invalid;
+    int error_code = 0;            // Invalid: kRpcParseError or kRpcInvalidRequest
+    std::string error;             // Invalid: a sentence for the caller
+    std::string id = "null";       // the id as JSON text (a string or a number), "null" when unknown
+    std::string method;
+    std::string params = "{}";     // the params object as JSON text ("{}" when absent)
+    // Read from params where the method has them ("" when absent).
+    std::string protocol_version;  // initialize: params.protocolVersion
+    std::string tool;              // tools/call: params.name
+};
+
+// Parses a posted body. A batch (an array) is Invalid: the protocol since
+// 2025-06-18 has none.
+RpcMessage parse_rpc(std::string_view body);
+
+std::string rpc_result(std::string_view id, std::string_view result_json);
+std::string rpc_error(std::string_view id, int code, std::string_view message);
+std::string rpc_request(std::string_view id, std::string_view method, std::string_view params_json);
+std::string rpc_notification(std::string_view method);
+
+// params of a tools/call with its "name" replaced (the tool's own name on
+// its server); "" when params is not an object.
+std::string with_tool_name(std::string_view params_json, std::string_view name);
+
+// A backend's reply to one request, from a JSON body or an SSE stream (the
+// first response event whose id is want_id; notifications and requests the
+// server interleaves are skipped).
+struct BackendReply {
+    enum class Kind { Result, Error, Neither };
+    Kind kind = Kind::Neither;
+    std::string json;              // Result: the result; Error: the error object
+    std::string why;               // Neither: what was wrong (for the log)
+};
+BackendReply read_backend_reply(std::string_view content_type, std::string_view body, std::string_view want_id);
+
+// initialize: the caller's protocolVersion when it is one the gateway speaks
+// (2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25), else 2025-11-25.
+std::string_view negotiate_protocol(std::string_view asked);
+bool known_protocol(std::string_view version);
+inline constexpr std::string_view kDefaultProtocol = "2025-11-25";
+
+}  // namespace llmgw

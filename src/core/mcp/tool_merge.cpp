@@ -1,0 +1,106 @@
+// Merging the tools of federated MCP servers under unique names.
+#include "core/mcp/tool_merge.h"
+
+#include <memory>
+#include <unordered_set>
+
+#include <rapidjson/document.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+namespace llmgw {
+namespace {
+
+namespace rj = rapidjson;
+constexpr unsigned kFlags = rj::kParseValidateEncodingFlag | rj::kParseIterativeFlag | rj::kParseFullPrecisionFlag;
+
+struct Entry {
+    std::size_t backend;
+    const std::string* server;
+    std::string own;
+    rj::Value* tool;
+    rj::Document* doc;
+    std::string final_name;
+};
+
+}  // namespace
+
+MergedTools merge_tools(const std::vector<ServerTools>& servers) {
+    MergedTools out;
+    std::vector<std::unique_ptr<rj::Document>> docs;
+    std::vector<Entry> entries;
+    std::unordered_map<std::string, unsigned> count;
+    for (const ServerTools& s : servers) {
+        std::unordered_set<std::string> seen;   // a server's own duplicates: the first counts
+        for (const std::string& page : s.pages) {
+            auto doc = std::make_unique<rj::Document>();
+            doc->Parse<kFlags>(page.data(), page.size());
+            if (doc->HasParseError() || !doc->IsObject()) continue;
+            auto tools = doc->FindMember("tools");
+            if (tools == doc->MemberEnd() || !tools->value.IsArray()) continue;
+            for (rj::Value& t : tools->value.GetArray()) {
+                auto name = t.IsObject() ? t.FindMember("name") : rj::Value::MemberIterator();
+                if (!t.IsObject() || name == t.MemberEnd() || !name->value.IsString() ||
+                    name->value.GetStringLength() == 0 || entries.size() >= kMaxFederatedTools) {
+                    ++out.skipped;
+                    continue;
+                }
+                std::string own(name->value.GetString(), name->value.GetStringLength());
+                if (!seen.insert(own).second) {
+                    ++out.skipped;
+                    continue;
+                }
+                ++count[own];
+                entries.push_back(Entry{s.backend, &s.server, std::move(own), &t, doc.get(), {}});
+            }
+            docs.push_back(std::move(doc));
+        }
+    }
+    std::unordered_set<std::string> prefixed;
+    for (Entry& e : entries) {
+        if (count[e.own] == 1) {
+            e.final_name = e.own;
+        } else {
+            e.final_name = *e.server + "__" + e.own;
+            prefixed.insert(e.final_name);
+        }
+    }
+    // A kept name equal to a prefixed one is prefixed in turn; prefixed names
+    // never collide with each other ((server, own name) pairs are unique), so
+    // this ends.
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (Entry& e : entries) {
+            if (e.final_name == e.own && prefixed.count(e.own) != 0) {
+                e.final_name = *e.server + "__" + e.own;
+                prefixed.insert(e.final_name);
+                changed = true;
+            }
+        }
+    }
+    rj::StringBuffer buf;
+    rj::Writer<rj::StringBuffer> w(buf);
+    w.StartArray();
+    for (Entry& e : entries) {
+        if (e.final_name != e.own) {
+            (*e.tool)["name"].SetString(e.final_name.data(), static_cast<rj::SizeType>(e.final_name.size()),
+                                        e.doc->GetAllocator());
+        }
+        e.tool->Accept(w);
+        out.routes[e.final_name] = ToolRoute{e.backend, e.own};
+    }
+    w.EndArray();
+    out.tools_json.assign(buf.GetString(), buf.GetSize());
+    return out;
+}
+
+std::string next_cursor(const std::string& result_json) {
+    rj::Document doc;
+    doc.Parse<kFlags>(result_json.data(), result_json.size());
+    if (doc.HasParseError() || !doc.IsObject()) return {};
+    auto it = doc.FindMember("nextCursor");
+    if (it == doc.MemberEnd() || !it->value.IsString()) return {};
+    return std::string(it->value.GetString(), it->value.GetStringLength());
+}
+
+}  // namespace llmgw

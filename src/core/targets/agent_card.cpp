@@ -1,0 +1,104 @@
+// Agent card URLs rewritten to the gateway's own path.
+#include "core/targets/agent_card.h"
+
+#include <rapidjson/document.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+namespace llmgw {
+namespace {
+
+namespace rj = rapidjson;
+constexpr std::size_t kMaxCardBytes = 1 << 20;
+
+bool absolute_http(std::string_view url) {
+    return url.rfind("http://", 0) == 0 || url.rfind("https://", 0) == 0;
+}
+
+bool rewrite_member(rj::Value& obj, rj::Document::AllocatorType& a, std::string_view target_path,
+                    std::string_view base, std::string& err) {
+    auto it = obj.FindMember("url");
+    if (it == obj.MemberEnd()) return true;
+    if (!it->value.IsString() || !absolute_http(std::string_view(it->value.GetString(), it->value.GetStringLength()))) {
+        err = "the agent card has a url that is not an absolute http(s) URL";
+        return false;
+    }
+    std::string u = gateway_url(std::string_view(it->value.GetString(), it->value.GetStringLength()), target_path, base);
+    it->value.SetString(u.data(), static_cast<rj::SizeType>(u.size()), a);
+    return true;
+}
+
+}  // namespace
+
+std::string gateway_url(std::string_view url, std::string_view target_path, std::string_view base) {
+    std::size_t scheme = url.find("://");
+    std::size_t path_at = scheme == std::string_view::npos ? 0 : url.find_first_of("/?#", scheme + 3);
+    std::string_view rest = path_at == std::string_view::npos ? std::string_view() : url.substr(path_at);
+    rest = rest.substr(0, rest.find('#'));
+    std::string_view path = rest.substr(0, rest.find('?'));
+    std::string_view query = rest.substr(path.size());
+    while (!target_path.empty() && target_path.back() == '/') target_path.remove_suffix(1);
+    if (!target_path.empty() && path.rfind(target_path, 0) == 0 &&
+        (path.size() == target_path.size() || path[target_path.size()] == '/')) {
+        path.remove_prefix(target_path.size());
+    }
+    std::string out(base);
+    while (!out.empty() && out.back() == '/') out.pop_back();
+    if (path.empty() || path == "/") {
+        out += '/';
+    } else {
+        out.append(path);
+    }
+    out.append(query);
+    return out;
+}
+
+bool rewrite_agent_card(std::string_view card, std::string_view target_path, std::string_view base, std::string& out,
+                        std::string& err) {
+    if (card.size() > kMaxCardBytes) {
+        err = "the agent card is larger than 1 MiB";
+        return false;
+    }
+    rj::Document doc;
+    doc.Parse<rj::kParseValidateEncodingFlag | rj::kParseIterativeFlag | rj::kParseFullPrecisionFlag>(card.data(),
+                                                                                                      card.size());
+    if (doc.HasParseError() || !doc.IsObject()) {
+        err = "the agent card is not a JSON object";
+        return false;
+    }
+    // Written back below: a card nesting deeper than an agent card ever does is refused.
+    int depth = 0, max_depth = 0;
+    bool in_string = false;
+    for (std::size_t i = 0; i < card.size(); ++i) {
+        char c = card[i];
+        if (in_string) {
+            if (c == '\\') ++i;
+            else if (c == '"') in_string = false;
+        } else if (c == '"') {
+            in_string = true;
+        } else if (c == '{' || c == '[') {
+            max_depth = ++depth > max_depth ? depth : max_depth;
+        } else if (c == '}' || c == ']') {
+            --depth;
+        }
+    }
+    if (max_depth > 64) {
+        err = "the agent card nests deeper than 64 levels";
+        return false;
+    }
+    auto& a = doc.GetAllocator();
+    if (!rewrite_member(doc, a, target_path, base, err)) return false;
+    auto extra = doc.FindMember("additionalInterfaces");
+    if (extra != doc.MemberEnd() && extra->value.IsArray()) {
+        for (rj::Value& iface : extra->value.GetArray()) {
+            if (iface.IsObject() && !rewrite_member(iface, a, target_path, base, err)) return false;
+        }
+    }
+    rj::StringBuffer buf;
+    rj::Writer<rj::StringBuffer> w(buf);
+    doc.Accept(w);
+    out.assign(buf.GetString(), buf.GetSize());
+    return true;
+}
+
+}  // namespace llmgw

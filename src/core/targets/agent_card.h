@@ -1,0 +1,21 @@
+// An A2A agent card fetched through the gateway (no nginx): its service
+// URLs point at the gateway, so a client that follows the card keeps going
+// through it.
+#pragma once
+#include <string>
+#include <string_view>
+
+namespace llmgw {
+
+// Rewrites "url" and each "additionalInterfaces[].url" of the card. A URL's
+// path below target_path (the agent's configured URL path; "" none) is kept
+// and put below gateway_base ("http://host/a2a/<name>"); its query is kept.
+// false (err set) when the card is not a JSON object or a URL is not an
+// absolute http(s) URL.
+bool rewrite_agent_card(std::string_view card, std::string_view target_path, std::string_view gateway_base,
+                        std::string& out, std::string& err);
+
+// One URL as the card rewrite maps it.
+std::string gateway_url(std::string_view url, std::string_view target_path, std::string_view gateway_base);
+
+}  // namespace llmgw

@@ -1,0 +1,100 @@
+// Targets: validation, access lists, sanitized URLs, the legacy SSE rule and
+// the agent card rewrite.
+#include <gtest/gtest.h>
+
+#include "core/targets/agent_card.h"
+#include "core/targets/target.h"
+
+using namespace llmgw;
+
+namespace {
+TargetConf mcp(const char* name, const char* location, const char* url = "") {
+    TargetConf t;
+    t.name = name;
+    t.location = location;
+    t.url = url;
+    return t;
+}
+}  // namespace
+
+TEST(Targets, Validation) {
+    TargetTable tt;
+    EXPECT_EQ(tt.add(mcp("alpha", "/_mcp/alpha", "http://127.0.0.1:1/mcp")), "");
+    EXPECT_NE(tt.add(mcp("alpha", "/_mcp/other")).find("defined twice"), std::string::npos);
+    EXPECT_NE(tt.add(mcp("bad name", "/x")).find("must match"), std::string::npos);
+    EXPECT_NE(tt.add(mcp("..", "/x")).find("must match"), std::string::npos);
+    EXPECT_NE(tt.add(mcp("b", "x")).find("location="), std::string::npos);
+    EXPECT_NE(tt.add(mcp("b", "/x?y")).find("plain path"), std::string::npos);
+    EXPECT_NE(tt.add(mcp("b", "/x", "ftp://h/")).find("url="), std::string::npos);
+    TargetConf a = mcp("alpha", "/_a2a/alpha");
+    a.kind = TargetKind::Agent;
+    EXPECT_EQ(tt.add(a), "");   // names are unique per kind
+    a.name = "beta";
+    a.card_path = "card.json";
+    EXPECT_NE(tt.add(a).find("card="), std::string::npos);
+    ASSERT_NE(tt.find(TargetKind::Agent, "alpha"), nullptr);
+    EXPECT_EQ(tt.find(TargetKind::Agent, "alpha")->upstream.location, "/_a2a/alpha");
+    EXPECT_EQ(tt.find(TargetKind::Mcp, "nope"), nullptr);
+}
+
+TEST(Targets, AccessAndFederation) {
+    TargetTable tt;
+    TargetConf open = mcp("open", "/_mcp/open");
+    TargetConf closed = mcp("closed", "/_mcp/closed");
+    closed.restricted = true;   // groups= with no group: none may
+    TargetConf eng = mcp("eng", "/_mcp/eng");
+    eng.restricted = true;
+    eng.groups = {"eng"};
+    TargetConf legacy = mcp("legacy", "/_mcp/legacy", "http://h:1/legacy/sse/");
+    TargetConf legacy_loc = mcp("legacy2", "/_mcp/legacy2/sse");
+    TargetConf agent = mcp("agent", "/_a2a/agent");
+    agent.kind = TargetKind::Agent;
+    for (TargetConf* t : {&open, &closed, &eng, &legacy, &legacy_loc, &agent}) ASSERT_EQ(tt.add(*t), "");
+    EXPECT_TRUE(tt.all()[0].open_to("anyone"));
+    EXPECT_FALSE(tt.all()[1].open_to("eng"));
+    EXPECT_TRUE(tt.all()[2].open_to("eng"));
+    EXPECT_FALSE(tt.all()[2].open_to("sales"));
+    EXPECT_TRUE(tt.all()[3].legacy_sse());
+    EXPECT_TRUE(tt.all()[4].legacy_sse());
+    EXPECT_FALSE(tt.all()[0].legacy_sse());
+    EXPECT_EQ(tt.federated_for("eng"), (std::vector<std::size_t>{0, 2}));
+    EXPECT_EQ(tt.federated_for("sales"), (std::vector<std::size_t>{0}));
+}
+
+TEST(Targets, SanitizeUrl) {
+    EXPECT_EQ(sanitize_url("https://user:pw@example.com:8443/mcp?token=abc#frag"), "https://example.com:8443/mcp");
+    EXPECT_EQ(sanitize_url("http://example.com?x=1"), "http://example.com");
+    EXPECT_EQ(sanitize_url("http://a@b@host/p"), "http://host/p");
+    EXPECT_EQ(sanitize_url(""), "");
+    EXPECT_EQ(mcp("x", "/l", "http://u:p@h:1/a/b?q").url_path(), "/a/b");
+}
+
+TEST(AgentCard, Rewrite) {
+    std::string out, err;
+    const char* card = R"({"name":"echo","url":"http://127.0.0.1:9/a2a/jsonrpc?x=1",)"
+                       R"("additionalInterfaces":[{"url":"http://127.0.0.1:9/a2a/jsonrpc","transport":"JSONRPC"},)"
+                       R"({"url":"http://127.0.0.1:9/","transport":"HTTP+JSON"}],)"
+                       R"("provider":{"url":"https://example.com"}})";
+    ASSERT_TRUE(rewrite_agent_card(card, "", "http://gw:8080/a2a/echo", out, err)) << err;
+    EXPECT_EQ(out, R"({"name":"echo","url":"http://gw:8080/a2a/echo/a2a/jsonrpc?x=1",)"
+                   R"("additionalInterfaces":[{"url":"http://gw:8080/a2a/echo/a2a/jsonrpc","transport":"JSONRPC"},)"
+                   R"({"url":"http://gw:8080/a2a/echo/","transport":"HTTP+JSON"}],)"
+                   R"("provider":{"url":"https://example.com"}})");
+    // The agent's configured URL path is not repeated below the gateway's.
+    EXPECT_EQ(gateway_url("http://h:1/base/rpc", "/base/", "http://gw/a2a/x"), "http://gw/a2a/x/rpc");
+    EXPECT_EQ(gateway_url("http://h:1/base", "/base", "http://gw/a2a/x"), "http://gw/a2a/x/");
+    EXPECT_EQ(gateway_url("http://h:1/basement", "/base", "http://gw/a2a/x"), "http://gw/a2a/x/basement");
+    EXPECT_EQ(gateway_url("http://h:1", "", "http://gw/a2a/x/"), "http://gw/a2a/x/");
+}
+
+TEST(AgentCard, Refused) {
+    std::string out, err;
+    EXPECT_FALSE(rewrite_agent_card("[1]", "", "http://gw/a2a/x", out, err));
+    EXPECT_FALSE(rewrite_agent_card("{", "", "http://gw/a2a/x", out, err));
+    EXPECT_FALSE(rewrite_agent_card(R"({"url":5})", "", "http://gw/a2a/x", out, err));
+    EXPECT_FALSE(rewrite_agent_card(R"x({"url":"javascript:alert(1)"})x", "", "http://gw/a2a/x", out, err));
+    EXPECT_FALSE(rewrite_agent_card("{\"url\":\"http://h/\xff\"}", "", "http://gw/a2a/x", out, err));
+    std::string deep = R"({"url":"http://h/","x":)" + std::string(200, '[') + std::string(200, ']') + "}";
+    EXPECT_FALSE(rewrite_agent_card(deep, "", "http://gw/a2a/x", out, err));
+    EXPECT_TRUE(rewrite_agent_card(R"({"name":"no url"})", "", "http://gw/a2a/x", out, err));
+}

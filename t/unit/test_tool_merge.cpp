@@ -1,0 +1,64 @@
+// The federated tools/list: unique names, own names kept where unique.
+#include <gtest/gtest.h>
+
+#include "core/mcp/tool_merge.h"
+
+using namespace llmgw;
+
+namespace {
+ServerTools server(std::size_t i, const char* name, std::string page) {
+    ServerTools s;
+    s.backend = i;
+    s.server = name;
+    s.pages.push_back(std::move(page));
+    return s;
+}
+}  // namespace
+
+TEST(ToolMerge, UniqueNamesKept) {
+    MergedTools m = merge_tools({server(0, "alpha", R"({"tools":[{"name":"echo","inputSchema":{"type":"object"}}]})"),
+                                 server(1, "beta", R"({"tools":[{"name":"add"}]})")});
+    EXPECT_EQ(m.tools_json, R"([{"name":"echo","inputSchema":{"type":"object"}},{"name":"add"}])");
+    ASSERT_EQ(m.routes.size(), 2u);
+    EXPECT_EQ(m.routes["echo"].backend, 0u);
+    EXPECT_EQ(m.routes["add"].backend, 1u);
+    EXPECT_EQ(m.routes["add"].name, "add");
+}
+
+TEST(ToolMerge, CollisionsPrefixedBoth) {
+    MergedTools m = merge_tools({server(0, "alpha", R"({"tools":[{"name":"echo"},{"name":"only"}]})"),
+                                 server(1, "beta", R"({"tools":[{"name":"echo"}]})")});
+    EXPECT_EQ(m.tools_json, R"([{"name":"alpha__echo"},{"name":"only"},{"name":"beta__echo"}])");
+    EXPECT_EQ(m.routes["alpha__echo"].name, "echo");
+    EXPECT_EQ(m.routes["beta__echo"].backend, 1u);
+    EXPECT_EQ(m.routes.count("echo"), 0u);
+}
+
+TEST(ToolMerge, PrefixedNameMeetingAKeptName) {
+    // gamma's own tool is literally called alpha__echo: it is prefixed in turn.
+    MergedTools m = merge_tools({server(0, "alpha", R"({"tools":[{"name":"echo"}]})"),
+                                 server(1, "beta", R"({"tools":[{"name":"echo"}]})"),
+                                 server(2, "gamma", R"({"tools":[{"name":"alpha__echo"}]})")});
+    EXPECT_EQ(m.routes.size(), 3u);
+    EXPECT_EQ(m.routes["alpha__echo"].backend, 0u);
+    EXPECT_EQ(m.routes["gamma__alpha__echo"].backend, 2u);
+    EXPECT_EQ(m.routes["gamma__alpha__echo"].name, "alpha__echo");
+}
+
+TEST(ToolMerge, PagesDuplicatesAndJunk) {
+    ServerTools a = server(0, "alpha", R"({"tools":[{"name":"one"},{"name":"one"},{"noname":1},{"name":5},"x",{"name":""}]})");
+    a.pages.push_back(R"({"tools":[{"name":"two"}]})");
+    a.pages.push_back("not json");
+    a.pages.push_back(R"({"tools":{}})");
+    MergedTools m = merge_tools({a});
+    EXPECT_EQ(m.tools_json, R"([{"name":"one"},{"name":"two"}])");
+    EXPECT_EQ(m.skipped, 5u);
+    EXPECT_EQ(merge_tools({}).tools_json, "[]");
+}
+
+TEST(ToolMerge, NextCursor) {
+    EXPECT_EQ(next_cursor(R"({"tools":[],"nextCursor":"abc"})"), "abc");
+    EXPECT_EQ(next_cursor(R"({"tools":[]})"), "");
+    EXPECT_EQ(next_cursor(R"({"nextCursor":5})"), "");
+    EXPECT_EQ(next_cursor("junk"), "");
+}
