@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "core/config/gwconfig.h"
+#include "core/mcp/session_token.h"
+#include "core/targets/target.h"
 #include "core/metering/pricing.h"
 #include "core/routing/breaker.h"
 #include "core/routing/retry.h"
@@ -16,8 +18,22 @@
 namespace llmgw {
 
 // Which endpoint family a location serves (llm_gateway / llm_gateway_admin /
-// llm_gateway_passthrough / llm_gateway_metrics).
-enum LocMode : ngx_uint_t { kModeNone = 0, kModeApi = 1, kModeAdmin = 2, kModePassthrough = 3, kModeMetrics = 4 };
+// llm_gateway_passthrough / llm_gateway_metrics / llm_gateway_mcp /
+// llm_gateway_target_proxy mcp|agent).
+enum LocMode : ngx_uint_t {
+    kModeNone = 0, kModeApi = 1, kModeAdmin = 2, kModePassthrough = 3, kModeMetrics = 4,
+    kModeMcp = 5, kModeMcpProxy = 6, kModeAgentProxy = 7,
+};
+
+// An llm_gateway_mcp location's settings (owned by GatewayState).
+struct McpEndpoint {
+    std::unique_ptr<SessionSealer> sealer;
+    bool own_key = false;             // session_key= given (else a key of this configuration only)
+    std::string key_ref;              // how the key was given (never the key)
+    ngx_msec_t list_timeout = 20000;  // a backend call of tools/list
+    ngx_msec_t call_timeout = 120000; // a backend call of tools/call (and the rest)
+    ngx_msec_t session_ttl = 86400000;   // how long a session id is honoured
+};
 
 // Everything C++ the main conf owns; lives in cf->pool, destroyed by a pool
 // cleanup when the cycle goes.
@@ -33,6 +49,8 @@ struct GatewayState {
     std::vector<std::string> warnings;              // logged while the configuration was built (overview)
     bool has_passthrough = false;                   // an llm_gateway_passthrough location exists
     bool has_metrics = false;                       // an llm_gateway_metrics location exists
+    TargetTable targets;                            // tool servers and agents
+    std::vector<std::unique_ptr<McpEndpoint>> mcp_endpoints;   // one per llm_gateway_mcp location
 };
 
 struct MainConf {
@@ -61,6 +79,7 @@ struct LocConf {
     ngx_str_t prefix;         // passthrough: the location's prefix (the provider name follows it)
     ngx_array_t* metrics_allow;   // metrics: ngx_cidr_t that may scrape without a key (nullptr: none)
     bool metrics_model_label;     // metrics: the per-provider-and-model families
+    McpEndpoint* mcp;             // llm_gateway_mcp: its settings
 };
 
 }  // namespace llmgw

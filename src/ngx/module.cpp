@@ -60,6 +60,13 @@ ngx_command_t commands[] = {
      NGX_HTTP_LOC_CONF_OFFSET, 0, nullptr},
     {ngx_string("llm_gateway_metrics"), NGX_HTTP_LOC_CONF | NGX_CONF_ANY, set_metrics, NGX_HTTP_LOC_CONF_OFFSET, 0,
      nullptr},
+    {ngx_string("llm_gateway_mcp_server"), NGX_HTTP_MAIN_CONF | NGX_CONF_2MORE, set_mcp_server,
+     NGX_HTTP_MAIN_CONF_OFFSET, 0, nullptr},
+    {ngx_string("llm_gateway_agent"), NGX_HTTP_MAIN_CONF | NGX_CONF_2MORE, set_agent, NGX_HTTP_MAIN_CONF_OFFSET, 0,
+     nullptr},
+    {ngx_string("llm_gateway_mcp"), NGX_HTTP_LOC_CONF | NGX_CONF_ANY, set_mcp, NGX_HTTP_LOC_CONF_OFFSET, 0, nullptr},
+    {ngx_string("llm_gateway_target_proxy"), NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1, set_target_proxy,
+     NGX_HTTP_LOC_CONF_OFFSET, 0, nullptr},
     {ngx_string("llm_gateway_max_body_size"), NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1,
      ngx_conf_set_off_slot, NGX_HTTP_LOC_CONF_OFFSET, offsetof(LocConf, max_body_size), nullptr},
     ngx_null_command};

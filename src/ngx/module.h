@@ -30,6 +30,11 @@ struct CallDeleter {
 
 struct RouteRow;   // ngx/http/routes.h
 
+struct Federation;   // ngx/mcp/fanout.h: a /mcp request's backend calls
+struct FederationDeleter {
+    void operator()(Federation* f) const;
+};
+
 // One provider's model list being refreshed by a GET /v1/models
 // (ngx/discovery/models.cpp): its page walk and the call of the current page.
 struct DiscoveryRun {
@@ -60,7 +65,9 @@ struct RequestCtx {
     std::unique_ptr<RequestDoc> doc;  // Json routes
     std::string form_boundary;        // Multipart routes: the Content-Type's boundary
     FormScan form;                    // Multipart routes: the scanned body
-    std::string_view passthrough_path;   // passthrough: the path below the provider's base (in r->uri)
+    std::string_view passthrough_path;   // passthrough, target proxies: the path below the provider's base or the target's location (in r->uri)
+    const TargetConf* target = nullptr;  // target proxies: the tool server or agent
+    std::unique_ptr<Federation, FederationDeleter> federation;   // /mcp: its backend calls
     Resolution resolved;
 
     // The provider calls, in the order they ran; chosen: the one whose
@@ -131,9 +138,12 @@ ngx_int_t add_variables(ngx_conf_t* cf);
 ngx_int_t access_handler(ngx_http_request_t* r);
 // body.cpp: ctx->body from r->request_body (false: it could not be read)
 bool read_body_view(ngx_http_request_t* r, RequestCtx* ctx);
-// passthrough.cpp: the provider and path of a passthrough request (NGX_OK),
+// proxy_paths.cpp: the provider and path of a passthrough request (NGX_OK),
 // or its answer (404 unknown provider, 400 refused path; NGX_DONE).
 ngx_int_t route_passthrough(ngx_http_request_t* r, RequestCtx* ctx, const LocConf* lcf);
+// proxy_paths.cpp: the target and path of a per-target proxy request
+// (NGX_OK), or its answer (404 unknown, 403 closed to the group, 400 path).
+ngx_int_t route_target(ngx_http_request_t* r, RequestCtx* ctx, const LocConf* lcf);
 
 // content.cpp
 ngx_int_t content_handler(ngx_http_request_t* r);
@@ -156,6 +166,9 @@ ngx_int_t subrequest_precontent(ngx_http_request_t* r);
 
 // relay.cpp
 ngx_int_t init_filters(ngx_conf_t* cf);
+// The answer of the request's chosen call, once it ended: its stream's end,
+// its whole body, or the envelope when it gave none.
+ngx_int_t answer_chosen(ngx_http_request_t* r, RequestCtx* ctx);
 // The request's calls at its end (from the ctx's destructor): a pending
 // retry timer is deleted, a breaker probe without a verdict given back.
 void release_calls(RequestCtx* ctx);
@@ -183,6 +196,8 @@ ngx_int_t finish_admission(ngx_http_request_t* r, RequestCtx* ctx);
 void account_request(ngx_log_t* log, MainConf* mcf, RequestCtx* ctx, bool cancelled = false);
 // Provider attempt/failure counters of one call, once (calls that did not answer the client).
 void account_call(ngx_log_t* log, MainConf* mcf, RequestCtx* ctx, Call& call);
+// One request of a tool server or agent (its scope: kind mcp or agent).
+void account_target(MainConf* mcf, const TargetConf& t);
 
 // admin.cpp: the admin routes' handlers
 ngx_int_t admin_shell(ngx_http_request_t* r, RequestCtx* ctx);
@@ -236,5 +251,15 @@ char* set_instance(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
 char* set_retry_backoff(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
 char* set_breaker(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
 char* set_stats(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
+// target_directives.cpp
+char* set_mcp_server(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
+char* set_agent(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
+char* set_mcp(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
+char* set_target_proxy(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
+
+// targets/target_proxy.cpp: a per-target proxy request's call.
+ngx_int_t start_target_call(ngx_http_request_t* r, RequestCtx* ctx);
+// mcp/endpoint.cpp: POST /mcp.
+ngx_int_t mcp_handler(ngx_http_request_t* r, RequestCtx* ctx);
 
 }  // namespace llmgw

@@ -9,6 +9,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "core/mcp/tool_merge.h"
 #include "core/metering/limits.h"
 #include "core/store/latch.h"
 #include "ngx/ngx_incl.h"
@@ -51,6 +52,16 @@ struct TestFaults {
     bool redis_reply_bad_alloc = false;   // "redis-reply-bad-alloc": the next store reply handling throws
 };
 
+// Which tool server owns each federated tool name, per group, as this
+// worker last listed them (a tools/call then needs no listing first).
+struct ToolCache {
+    struct Entry {
+        ngx_msec_t at = 0;
+        std::unordered_map<std::string, ToolRoute> routes;
+    };
+    std::unordered_map<std::string, Entry> entries;   // by group
+};
+
 struct Worker {
     explicit Worker(MainConf* conf) : mcf(conf) {}
     ~Worker();
@@ -71,6 +82,7 @@ struct Worker {
     std::unordered_map<std::string, std::int64_t> seen;
 
     std::unique_ptr<UsersPoll> users;     // null: no users file
+    ToolCache mcp_tools;
 };
 
 // The running worker's state; nullptr outside a worker (configuration

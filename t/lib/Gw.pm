@@ -920,8 +920,9 @@ package Gw::Mock;
 use strict;
 use warnings;
 
-# Gw::Mock->start(env => {K => V}, timeout => 10)
-# Spawns `node t/mock/provider.mjs` and reads {"port":N} from its stdout.
+# Gw::Mock->start(env => {K => V}, timeout => 10, script => 't/js/mcp_backend.mjs')
+# Spawns `node <script>` (default t/mock/provider.mjs) and reads {"port":N}
+# from its stdout.
 sub start {
     my ($class, %o) = @_;
     my $timeout = $o{timeout} // 10;
@@ -934,7 +935,8 @@ sub start {
         open STDIN, '<&', $in_r   or POSIX::_exit(126);
         open STDOUT, '>&', $out_w or POSIX::_exit(126);
         $ENV{$_} = $o{env}{$_} for keys %{ $o{env} || {} };
-        exec { Gw::node_bin() } Gw::node_bin(), $Gw::MOCK_SCRIPT
+        my $script = $o{script} ? "$Gw::ROOT/$o{script}" : $Gw::MOCK_SCRIPT;
+        exec { Gw::node_bin() } Gw::node_bin(), $script
             or do { print STDERR "exec " . Gw::node_bin() . ": $!\n"; POSIX::_exit(127) };
     }
     close $in_r;

@@ -80,6 +80,10 @@ TEST(AgentCard, Rewrite) {
                    R"("additionalInterfaces":[{"url":"http://gw:8080/a2a/echo/a2a/jsonrpc","transport":"JSONRPC"},)"
                    R"({"url":"http://gw:8080/a2a/echo/","transport":"HTTP+JSON"}],)"
                    R"("provider":{"url":"https://example.com"}})");
+    // A2A 1.0: the endpoints are in supportedInterfaces.
+    ASSERT_TRUE(rewrite_agent_card(R"({"supportedInterfaces":[{"url":"http://127.0.0.1:9/a2a/jsonrpc","protocolBinding":"JSONRPC"}]})",
+                                   "", "http://gw/a2a/echo", out, err));
+    EXPECT_EQ(out, R"({"supportedInterfaces":[{"url":"http://gw/a2a/echo/a2a/jsonrpc","protocolBinding":"JSONRPC"}]})");
     // The agent's configured URL path is not repeated below the gateway's.
     EXPECT_EQ(gateway_url("http://h:1/base/rpc", "/base/", "http://gw/a2a/x"), "http://gw/a2a/x/rpc");
     EXPECT_EQ(gateway_url("http://h:1/base", "/base", "http://gw/a2a/x"), "http://gw/a2a/x/");
@@ -97,4 +101,33 @@ TEST(AgentCard, Refused) {
     std::string deep = R"({"url":"http://h/","x":)" + std::string(200, '[') + std::string(200, ']') + "}";
     EXPECT_FALSE(rewrite_agent_card(deep, "", "http://gw/a2a/x", out, err));
     EXPECT_TRUE(rewrite_agent_card(R"({"name":"no url"})", "", "http://gw/a2a/x", out, err));
+}
+
+#include "core/admin/targets_view.h"
+
+TEST(TargetsView, SortedWithAccessStatesAndCounters) {
+    TargetTable tt;
+    TargetConf b = mcp("beta", "/_mcp/beta", "https://user:pw@tools.example:8443/mcp?token=t0p");
+    b.restricted = true;   // groups= empty: none
+    TargetConf a = mcp("alpha", "/_mcp/alpha");
+    TargetConf ag = mcp("zed", "/_a2a/zed", "http://127.0.0.1:9/");
+    ag.kind = TargetKind::Agent;
+    ag.restricted = true;
+    ag.groups = {"eng", "ops"};
+    ASSERT_EQ(tt.add(b), "");
+    ASSERT_EQ(tt.add(a), "");
+    ASSERT_EQ(tt.add(ag), "");
+    auto order = targets_in_view_order(tt.all());
+    std::vector<std::string> keys;
+    append_target_keys(order, 1764000000, keys);
+    ASSERT_EQ(keys.size(), 12u);
+    EXPECT_EQ(keys[0].rfind("llmgw:agent:zed:req:min:", 0), 0u);
+    EXPECT_EQ(keys[4].rfind("llmgw:mcp:alpha:req:min:", 0), 0u);
+    EXPECT_EQ(keys[11].rfind("llmgw:mcp:beta:req:month:", 0), 0u);
+    std::vector<std::int64_t> v = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+    EXPECT_EQ(render_targets(order, v),
+              R"({"targets":[)"
+              R"({"kind":"agent","name":"zed","url":"http://127.0.0.1:9/","location":"/_a2a/zed","card":"/.well-known/agent-card.json","access":["eng","ops"],"requests":{"min":1,"hour":2,"day":3,"month":4}},)"
+              R"({"kind":"mcp","name":"alpha","url":"/_mcp/alpha","location":"/_mcp/alpha","federated":true,"access":null,"requests":{"min":5,"hour":6,"day":7,"month":8}},)"
+              R"({"kind":"mcp","name":"beta","url":"https://tools.example:8443/mcp","location":"/_mcp/beta","federated":true,"access":[],"requests":{"min":9,"hour":10,"day":11,"month":12}}]})");
 }

@@ -88,8 +88,11 @@ bool rewrite_agent_card(std::string_view card, std::string_view target_path, std
     }
     auto& a = doc.GetAllocator();
     if (!rewrite_member(doc, a, target_path, base, err)) return false;
-    auto extra = doc.FindMember("additionalInterfaces");
-    if (extra != doc.MemberEnd() && extra->value.IsArray()) {
+    // A2A 0.3 lists further transports in additionalInterfaces; 1.0 lists
+    // every endpoint in supportedInterfaces (and has no top-level url).
+    for (const char* list : {"additionalInterfaces", "supportedInterfaces"}) {
+        auto extra = doc.FindMember(list);
+        if (extra == doc.MemberEnd() || !extra->value.IsArray()) continue;
         for (rj::Value& iface : extra->value.GetArray()) {
             if (iface.IsObject() && !rewrite_member(iface, a, target_path, base, err)) return false;
         }

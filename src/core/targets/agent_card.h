@@ -7,7 +7,8 @@
 
 namespace llmgw {
 
-// Rewrites "url" and each "additionalInterfaces[].url" of the card. A URL's
+// Rewrites "url" and each "additionalInterfaces[].url" (A2A 0.3) and
+// "supportedInterfaces[].url" (A2A 1.0) of the card. A URL's
 // path below target_path (the agent's configured URL path; "" none) is kept
 // and put below gateway_base ("http://host/a2a/<name>"); its query is kept.
 // false (err set) when the card is not a JSON object or a URL is not an

@@ -3,6 +3,7 @@
 // (admin_http.h). The access phase already answered 401/403 where needed.
 #include <ctime>
 
+#include "core/admin/targets_view.h"
 #include "core/admin/views.h"
 #include "core/metering/keys.h"
 #include "ngx/admin/admin_http.h"
@@ -153,11 +154,19 @@ ngx_int_t overview(ngx_http_request_t* r, RequestCtx* ctx) {
     return send_json(r, NGX_HTTP_OK, out);
 }
 
-// Tool servers and agents: none can be configured yet (MCP and A2A targets
-// come with their own issue), so the list is empty.
-ngx_int_t targets(ngx_http_request_t* r) {
+// Tool servers and agents with their request counters: one batch read; a
+// read that failed is 503 (an outage, never zeros).
+ngx_int_t targets(ngx_http_request_t* r, RequestCtx* ctx) {
     if (admin_secure_headers(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    return send_json(r, NGX_HTTP_OK, "{\"targets\":[]}");
+    auto order = std::make_shared<std::vector<const TargetConf*>>(targets_in_view_order(main_conf(r)->state->targets.all()));
+    auto keys = std::make_shared<std::vector<std::string>>();
+    append_target_keys(*order, ngx_time(), *keys);
+    const std::size_t n = keys->size();
+    return read_then(r, ctx, counter_store(main_conf(r)), keys,
+                     [r, order, n](const StoreReply& reply, const std::vector<std::int64_t>& values) {
+                         if (reply.status != StoreStatus::Ok || values.size() != n) return store_unreadable(r);
+                         return send_json(r, NGX_HTTP_OK, render_targets(*order, values));
+                     });
 }
 
 const char kShell[] =
@@ -175,6 +184,6 @@ ngx_int_t shell(ngx_http_request_t* r) {
 ngx_int_t admin_shell(ngx_http_request_t* r, RequestCtx*) { return shell(r); }
 ngx_int_t admin_usage(ngx_http_request_t* r, RequestCtx* ctx) { return usage(r, ctx); }
 ngx_int_t admin_overview(ngx_http_request_t* r, RequestCtx* ctx) { return overview(r, ctx); }
-ngx_int_t admin_targets(ngx_http_request_t* r, RequestCtx*) { return targets(r); }
+ngx_int_t admin_targets(ngx_http_request_t* r, RequestCtx* ctx) { return targets(r, ctx); }
 
 }  // namespace llmgw

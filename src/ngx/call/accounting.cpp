@@ -245,4 +245,14 @@ void account_request(ngx_log_t* log, MainConf* mcf, RequestCtx* ctx, bool cancel
     touch_last_seen(store, scopes, now);
 }
 
+void account_target(MainConf* mcf, const TargetConf& t) {
+    CounterStore* store = counter_store(mcf);
+    if (store == nullptr) return;
+    std::vector<ScopeDelta> deltas(1);
+    deltas[0].kind = target_kind_name(t.kind);
+    deltas[0].id = t.name;
+    deltas[0].delta[kMetricReq] = 1;
+    apply(store, deltas, ngx_time());
+}
+
 }  // namespace llmgw

@@ -50,6 +50,7 @@ ngx_int_t build_sr_headers(ngx_http_request_t* r, ngx_http_request_t* sr, const 
 
     bool ok = true;
     auto replaced = [&](const ngx_table_elt_t& h) {
+        if (up.bare_headers) return true;   // the gateway's own request: none of the caller's headers
         for (const auto& kv : up.headers) {
             if (header_name_is(h.key, kv.first)) return true;
         }
@@ -209,7 +210,10 @@ ngx_int_t Call::start(ngx_http_request_t* r, const CallerRequest& in, Join* join
     ps->data = this;
     // Captured calls too go through the filters (bounded there), not in memory.
     ngx_http_request_t* s = nullptr;
-    if (ngx_http_subrequest(r, &sr_uri, args.empty() ? nullptr : &sr_args, &s, ps, 0) != NGX_OK) return NGX_ERROR;
+    if (ngx_http_subrequest(r, &sr_uri, args.empty() ? nullptr : &sr_args, &s, ps,
+                            background ? NGX_HTTP_SUBREQUEST_BACKGROUND : 0) != NGX_OK) {
+        return NGX_ERROR;
+    }
 
     rb->bufs = body;
     s->request_body = rb;
@@ -301,6 +305,26 @@ ngx_int_t Call::on_body(ngx_http_request_t* s, ngx_chain_t* in) {
     return NGX_OK;
 }
 
+std::string Call::response_header(std::string_view name) const {
+    return answered_ && sr != nullptr ? find_header(sr, name) : std::string();
+}
+
+std::string_view Call::response_type() const {
+    return answered_ && sr != nullptr ? sv(sr->headers_out.content_type) : std::string_view();
+}
+
+void Call::expire() {
+    if (state != State::Running || sr == nullptr || sr->upstream == nullptr) return;
+    ngx_connection_t* pc = sr->upstream->peer.connection;
+    if (pc == nullptr) return;
+    // As nginx's timer would: the upstream module ends the call with 504.
+    ngx_event_t* ev = pc->read;
+    if (ev->timer_set) ngx_del_timer(ev);
+    if (pc->write->timer_set) ngx_del_timer(pc->write);
+    ev->timedout = 1;
+    ev->handler(ev);
+}
+
 ngx_int_t Call::done_handler(ngx_http_request_t*, void* data, ngx_int_t rc) {
     auto* call = static_cast<Call*>(data);
     try {
@@ -329,6 +353,7 @@ ngx_int_t Call::on_done(ngx_int_t rc) {
         garbled_head_ = true;   // bytes came, but never a complete response header
     }
     if (join_ != nullptr && join_->pending > 0) --join_->pending;
+    if (on_end != nullptr) on_end(*this, end_data);
     if (rc >= NGX_HTTP_SPECIAL_RESPONSE || rc == NGX_ERROR) return NGX_OK;   // no nginx error page: the request answers
     return rc;
 }

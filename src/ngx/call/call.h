@@ -38,6 +38,13 @@ public:
     ngx_int_t on_header(ngx_http_request_t* sr);
     ngx_int_t on_body(ngx_http_request_t* sr, ngx_chain_t* in);
 
+    // A call still running whose time is up: nginx's own upstream time-out
+    // is raised on its connection now (the subrequest ends with 504).
+    void expire();
+    // A header of the upstream's response ("" when absent or no answer).
+    std::string response_header(std::string_view name) const;
+    std::string_view response_type() const;
+
     const CodecResult& outcome() const { return codec->result(); }
     bool running() const { return state == State::Running; }
     // The provider answered with headers (as opposed to no answer at all).
@@ -70,6 +77,11 @@ public:
     ngx_msec_t ended = 0;               // when it ended (0: running)
     ngx_chain_t* free_bufs = nullptr;   // output buffers of the subrequest, reused
     ngx_chain_t* busy_bufs = nullptr;
+    // Set before start(): a background subrequest (the request's own answer
+    // never waits for it: federated calls), and what runs when it ended.
+    bool background = false;
+    void (*on_end)(Call& call, void* data) = nullptr;
+    void* end_data = nullptr;
 
 private:
     static ngx_int_t done_handler(ngx_http_request_t* sr, void* data, ngx_int_t rc);

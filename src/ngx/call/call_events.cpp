@@ -8,7 +8,8 @@
 namespace llmgw {
 
 void call_event(const RequestCtx& ctx, const Call& call) {
-    const bool proxied = ctx.route != nullptr && ctx.route->codec == CodecKind::Passthrough;
+    const bool proxied = ctx.route != nullptr &&
+                         (ctx.route->codec == CodecKind::Passthrough || ctx.route->codec == CodecKind::Relay);
     const std::string route = event_route_of(ctx);
     const std::string_view model = call.target != nullptr ? std::string_view(call.target->canonical) : std::string_view();
     auto fire = [&](const char* kind, int status, std::string message) {

@@ -539,6 +539,8 @@ ngx_int_t request_on_stream_bytes(Call& call, std::string_view data) {
     return rc;
 }
 
+ngx_int_t answer_chosen(ngx_http_request_t* r, RequestCtx* ctx) { return answer(r, ctx); }
+
 void release_calls(RequestCtx* ctx) {
     if (ctx->retry_timer.timer_set) ngx_del_timer(&ctx->retry_timer);   // the client left during a retry wait
     // A probe whose verdict never came (the client left mid-call) is given

@@ -2,6 +2,7 @@
 #pragma once
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "ngx/ngx_incl.h"
 
@@ -36,6 +37,36 @@ char* guarded_setter(ngx_conf_t* cf, char* (*fn)(ngx_conf_t*, Conf*), Conf* conf
     } catch (const std::exception& e) {
         return conf_error(cf, std::string("llm_gateway: ") + e.what());
     }
+}
+
+
+// "name=value" -> (name, value); a bare word -> (word, "") with has_eq false.
+struct Param {
+    std::string_view name, value;
+    bool has_eq;
+};
+
+inline Param split_param(std::string_view a) {
+    auto eq = a.find('=');
+    if (eq == std::string_view::npos) return {a, {}, false};
+    return {a.substr(0, eq), a.substr(eq + 1), true};
+}
+
+// A parameter as it may be shown in an error: its name only, since a
+// misspelt "key=" would otherwise print the key.
+inline std::string param_name(std::string_view a) { return std::string(a.substr(0, a.find('='))); }
+
+// "a,b,,c" -> {"a", "b", "c"}.
+inline std::vector<std::string> split_list(std::string_view s) {
+    std::vector<std::string> out;
+    std::size_t start = 0;
+    while (start <= s.size()) {
+        auto comma = s.find(',', start);
+        if (comma == std::string_view::npos) comma = s.size();
+        if (comma > start) out.emplace_back(s.substr(start, comma - start));
+        start = comma + 1;
+    }
+    return out;
 }
 
 }  // namespace llmgw

@@ -13,34 +13,6 @@ namespace {
 std::string where(ngx_conf_t* cf) { return conf_where(cf); }
 std::string_view arg(ngx_conf_t* cf, ngx_uint_t i) { return conf_arg(cf, i); }
 
-// "name=value" -> (name, value); a bare word -> (word, "") with has_eq false.
-struct Param {
-    std::string_view name, value;
-    bool has_eq;
-};
-
-Param split_param(std::string_view a) {
-    auto eq = a.find('=');
-    if (eq == std::string_view::npos) return {a, {}, false};
-    return {a.substr(0, eq), a.substr(eq + 1), true};
-}
-
-// A parameter as it may be shown in an error: its name only, since a
-// misspelt "key=" would otherwise print the key.
-std::string param_name(std::string_view a) { return std::string(a.substr(0, a.find('='))); }
-
-std::vector<std::string> split_list(std::string_view s) {
-    std::vector<std::string> out;
-    std::size_t start = 0;
-    while (start <= s.size()) {
-        auto comma = s.find(',', start);
-        if (comma == std::string_view::npos) comma = s.size();
-        if (comma > start) out.emplace_back(s.substr(start, comma - start));
-        start = comma + 1;
-    }
-    return out;
-}
-
 bool resolve(ngx_conf_t* cf, std::string_view directive, std::string_view ref, std::string& value, char** rv) {
     SecretResult res = resolve_secret(ref);
     if (!res.ok) {
@@ -173,23 +145,29 @@ char* alias(ngx_conf_t* cf, GatewayState* st) {
     return err.empty() ? NGX_CONF_OK : conf_error(cf, err);
 }
 
+}  // namespace
+
 char* set_mode(ngx_conf_t* cf, void* conf, LocMode mode) {
     auto* lcf = static_cast<LocConf*>(conf);
     if (lcf->mode != NGX_CONF_UNSET_UINT) {
         return lcf->mode == mode ? const_cast<char*>("is duplicate")
-                                 : conf_error(cf, "llm_gateway, llm_gateway_admin, llm_gateway_passthrough and "
-                                                  "llm_gateway_metrics cannot share a location");
+                                 : conf_error(cf, "llm_gateway, llm_gateway_admin, llm_gateway_passthrough, "
+                                                  "llm_gateway_metrics, llm_gateway_mcp and llm_gateway_target_proxy "
+                                                  "cannot share a location");
     }
     auto* clcf = static_cast<ngx_http_core_loc_conf_t*>(ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module));
-    if (mode == kModePassthrough) {
-        // The provider's name is the path segment after the location's prefix.
+    if (mode == kModePassthrough || mode == kModeMcpProxy || mode == kModeAgentProxy) {
+        // The provider's (target's) name is the path segment after the location's prefix.
         bool regex = false;
 #if (NGX_PCRE)
         regex = clcf->regex != nullptr;
 #endif
         if (regex || clcf->named || clcf->exact_match || clcf->name.len == 0) {
-            return conf_error(cf, "llm_gateway_passthrough needs a prefix location, "
-                                  "e.g. location /passthrough/ { llm_gateway_passthrough; }");
+            return conf_error(cf, mode == kModePassthrough
+                                      ? "llm_gateway_passthrough needs a prefix location, "
+                                        "e.g. location /passthrough/ { llm_gateway_passthrough; }"
+                                      : "llm_gateway_target_proxy needs a prefix location, "
+                                        "e.g. location /mcp/ { llm_gateway_target_proxy mcp; }");
         }
         lcf->prefix = clcf->name;
     }
@@ -200,6 +178,8 @@ char* set_mode(ngx_conf_t* cf, void* conf, LocMode mode) {
     if (mode == kModeMetrics) mcf->state->has_metrics = true;
     return NGX_CONF_OK;
 }
+
+namespace {
 
 char* zone(ngx_conf_t* cf, MainConf* mcf) {
     if (mcf->zone != nullptr) return const_cast<char*>("is duplicate");

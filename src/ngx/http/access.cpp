@@ -93,6 +93,7 @@ ngx_int_t after_body(ngx_http_request_t* r, RequestCtx* ctx) {
         rc = read_form(r, ctx);
         break;
     case BodyRule::Raw:   // relayed as it is; the target was chosen from the path
+    case BodyRule::Rpc:   // read by the content phase
     case BodyRule::None:
         break;
     }
@@ -177,7 +178,7 @@ ngx_int_t start(ngx_http_request_t* r, RequestCtx* ctx, LocConf* lcf) {
         }
     }
     if (row->body == BodyRule::Raw) {
-        rc = route_passthrough(r, ctx, lcf);
+        rc = lcf->mode == kModePassthrough ? route_passthrough(r, ctx, lcf) : route_target(r, ctx, lcf);
         if (rc != NGX_OK) return rc;
     }
 

@@ -15,6 +15,7 @@ enum class BodyRule {
     Json,        // read whole, parsed as a JSON request with a model
     Multipart,   // read whole, multipart/form-data with a model part
     Raw,         // read whole, relayed as is
+    Rpc,         // read whole, a JSON-RPC message the content phase reads (/mcp)
 };
 
 // What a metered route counts after the provider answered (the user, group

@@ -1,0 +1,80 @@
+// The backend calls of one /mcp request (docs/mcp.md): a tools/list sent to
+// every tool server the caller's group may reach, all in flight at once, or
+// a tools/call sent to the server that owns the tool. Each backend's part
+// is a BackendOp: the bare call, and on a JSON-RPC error or an HTTP 4xx the
+// session handshake (initialize, notifications/initialized, the retry with
+// Mcp-Session-Id, then a best-effort DELETE that nobody waits for). Every
+// call has its own time-out; a backend that runs out of time is given up
+// (and its call ended) while the others are still merged.
+#pragma once
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/mcp/jsonrpc.h"
+#include "core/mcp/tool_merge.h"
+#include "ngx/module.h"
+
+namespace llmgw {
+
+class Call;
+struct Federation;
+
+struct BackendOp {
+    enum class Step { Bare, Initialize, Initialized, Retry, Done };
+    enum class Outcome { Pending, Result, RpcError, Failed };
+
+    Federation* fed = nullptr;
+    std::size_t backend = 0;            // index in the configuration's targets
+    const TargetConf* target = nullptr;
+    std::string method;                 // tools/list or tools/call
+    std::string params;                 // tools/call: with the tool's own name
+    Step step = Step::Bare;
+    std::string session;                // Mcp-Session-Id of the handshake ("" none)
+    std::string protocol;               // the version the handshake agreed
+    std::string want_id;                // the id of the call in flight (JSON)
+    Call* call = nullptr;
+    ngx_event_t timer{};
+    bool settled = false;
+    Outcome outcome = Outcome::Pending;
+    std::string json;                   // Result: the last result; RpcError: the error object
+    std::vector<std::string> pages;     // tools/list: every page's result
+    unsigned pages_left = 16;
+    // Failed: the failure feed's event and the log's reason.
+    const char* event_kind = "upstream";
+    int event_status = 0;
+    std::string event_message;
+    std::string why;
+};
+
+struct Federation {
+    Federation(ngx_http_request_t* req, RequestCtx* c, const McpEndpoint* e) : r(req), ctx(c), ep(e) {}
+    ~Federation();
+    Federation(const Federation&) = delete;
+    Federation& operator=(const Federation&) = delete;
+
+    ngx_http_request_t* r;
+    RequestCtx* ctx;
+    const McpEndpoint* ep;
+    RpcMessage msg;                     // the caller's request
+    bool listing_for_call = false;      // tools/call: the tools are listed first to find the owner
+    std::vector<std::unique_ptr<BackendOp>> ops;
+    std::deque<std::string> bodies;     // request bodies (their subrequests view them)
+    unsigned unsettled = 0;
+    unsigned next_id = 0;
+    // Runs on the request once every op has settled.
+    void (*on_settled)(Federation& f) = nullptr;
+};
+
+// Starts a backend op (bare call); false when nothing could be started (the
+// op is then settled as failed).
+void start_op(Federation& f, std::size_t backend, std::string method, std::string params);
+
+// Runs done(f) once every op started so far has settled (now, if they have).
+void when_settled(Federation& f, void (*done)(Federation& f));
+
+// The tools of every op that listed them.
+std::vector<ServerTools> listed_tools(const Federation& f);
+
+}  // namespace llmgw

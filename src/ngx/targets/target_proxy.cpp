@@ -1,0 +1,100 @@
+// A per-target proxy request (docs/mcp.md): one call to the tool server's or
+// agent's location with the caller's method, path, query and body (its
+// credentials stripped), the answer relayed as it arrives; the target's
+// request counted; a 429, a 5xx or no answer recorded in the failure feed.
+// An agent card fetched through the gateway is read whole and its service
+// URLs rewritten to the gateway's own path.
+#include "core/targets/agent_card.h"
+#include "ngx/call/call.h"
+#include "ngx/http/request_events.h"
+#include "ngx/module.h"
+
+namespace llmgw {
+namespace {
+
+bool is_card_request(ngx_http_request_t* r, const RequestCtx& ctx) {
+    return ctx.target->kind == TargetKind::Agent && (r->method & (NGX_HTTP_GET | NGX_HTTP_HEAD)) &&
+           ctx.passthrough_path == ctx.target->card_path;
+}
+
+// "<scheme>://<host>" + the location's prefix + the agent's name: where a
+// client reaches the agent through this gateway (the Host nginx validated).
+std::string gateway_base(ngx_http_request_t* r, const RequestCtx& ctx) {
+    auto* lcf = static_cast<LocConf*>(ngx_http_get_module_loc_conf(r, ngx_http_llm_gateway_module));
+    std::string base = r->connection->ssl != nullptr ? "https://" : "http://";
+    if (r->headers_in.host != nullptr) {
+        base.append(sv(r->headers_in.host->value));
+    } else {
+        auto* cscf = static_cast<ngx_http_core_srv_conf_t*>(ngx_http_get_module_srv_conf(r, ngx_http_core_module));
+        base.append(sv(r->headers_in.server.len ? r->headers_in.server : cscf->server_name));
+    }
+    std::string_view prefix = sv(lcf->prefix);
+    base.append(prefix);
+    if (prefix.empty() || prefix.back() != '/') base += '/';
+    return base + ctx.target->name;
+}
+
+ngx_int_t answer_card(ngx_http_request_t* r, RequestCtx* ctx, Call& call) {
+    if (!call.answered() || call.outcome().end != EndState::Complete || call.upstream_status != NGX_HTTP_OK) {
+        if (call.answered() && call.outcome().end != EndState::Cut && call.outcome().end != EndState::Invalid) {
+            return send_body(r, call.upstream_status, call.response_type(), call.captured());
+        }
+        return answer_chosen(r, ctx);
+    }
+    std::string out, err;
+    if (!rewrite_agent_card(call.captured(), ctx->target->url_path(), gateway_base(r, *ctx), out, err)) {
+        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0, "llm_gateway: agent \"%s\": %s",
+                      log_value(ctx->target->name).c_str(), log_text(err).c_str());
+        return send_error(r, NGX_HTTP_BAD_GATEWAY, "the agent sent an invalid agent card", "upstream_error",
+                          "invalid_agent_card");
+    }
+    if (add_header(r, "Cache-Control", "no-store") != NGX_OK) return NGX_ERROR;
+    return send_body(r, NGX_HTTP_OK, "application/json", out);
+}
+
+void target_resume(ngx_http_request_t* r) {
+    RequestCtx* ctx = get_ctx(r);
+    if (ctx == nullptr || ctx->chosen == nullptr || ctx->chosen->running()) return;
+    ngx_int_t rc;
+    try {
+        Call& call = *ctx->chosen;
+        if (!call.event_recorded) {
+            call.event_recorded = true;
+            account_target(main_conf(r), *ctx->target);
+            call_event(*ctx, call);
+        }
+        r->write_event_handler = ngx_http_request_empty_handler;
+        rc = call.mode == Call::Mode::Capture ? answer_card(r, ctx, call) : answer_chosen(r, ctx);
+    } catch (const std::exception& e) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "llm_gateway: target proxy failed: %s", e.what());
+        rc = NGX_ERROR;
+    }
+    ngx_http_finalize_request(r, rc);
+}
+
+}  // namespace
+
+ngx_int_t start_target_call(ngx_http_request_t* r, RequestCtx* ctx) {
+    const TargetConf& t = *ctx->target;
+    std::unique_ptr<Codec> codec = make_codec(CodecKind::Relay, CodecOptions{});
+    if (codec == nullptr) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    const Call::Mode mode = is_card_request(r, *ctx) ? Call::Mode::Capture : Call::Mode::Relay;
+    ctx->calls.emplace_back(new Call(ctx, &t.upstream, std::move(codec), 1, mode));
+    Call& call = *ctx->calls.back();
+    CallerRequest in;
+    in.body = ctx->body;
+    in.method = sv(r->method_name);
+    in.path = ctx->passthrough_path;
+    in.query = sv(r->args);
+    if (r->headers_in.content_type != nullptr) in.content_type = sv(r->headers_in.content_type->value);
+    if (call.start(r, in) != NGX_OK) {
+        ctx->calls.pop_back();
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+    ctx->chosen = &call;
+    r->main->count++;
+    r->write_event_handler = target_resume;
+    return NGX_DONE;
+}
+
+}  // namespace llmgw
