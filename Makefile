@@ -30,7 +30,7 @@ UNIT_SRCS   := $(sort $(wildcard t/unit/*.cpp))
 # module's signature matches /usr/sbin/nginx.
 CONF_FLAGS_FILE := $(NGINX_SRC)/conf_flags
 
-.PHONY: all module unit test integration run bench deps clean js test-asan fuzz
+.PHONY: all module unit test integration run bench deps clean js conformance-deps test-asan fuzz
 
 all: module
 
@@ -75,7 +75,14 @@ t/js/node_modules/.installed: t/js/package.json t/js/package-lock.json
 	cd t/js && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-integration: module js
+# The MCP conformance suite and the Node 22 it needs (npm's "node" package).
+conformance-deps: t/conformance/node_modules/.installed
+t/conformance/node_modules/.installed: t/conformance/package.json t/conformance/package-lock.json
+	@echo "installing the MCP conformance suite and Node 22 from npm into t/conformance/node_modules"
+	cd t/conformance && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+integration: module js conformance-deps
 	LLMGW_MODULE=$(CURDIR)/$(MODULE) NGINX_BIN=$(NGINX_BIN) prove -j$(PROVE_JOBS) -r t/
 
 test: deps
@@ -100,7 +107,7 @@ fuzz:
 	  $(BUILD)/fuzz/$$t -max_total_time=$(FUZZ_SECONDS) -max_len=4096 $(BUILD)/fuzz/corpus-$$t || exit 1; \
 	done
 
-test-asan: js
+test-asan: js conformance-deps
 	$(MAKE) --no-print-directory BUILD=$(ASAN_BUILD) module \
 	  NGX_CC_OPT="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined" \
 	  NGX_LD_OPT="-fsanitize=address,undefined"
