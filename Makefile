@@ -117,7 +117,7 @@ test-asan: js conformance-deps
 	  UBSAN_OPTIONS=print_stacktrace=1 \
 	  prove -j$(PROVE_JOBS) -r t/
 
-run: deps module
+run: deps module js
 	@scripts/run-example
 
 bench: deps module

@@ -2,7 +2,7 @@
 # GET /admin/api/usage/history on the shared-memory store and on Redis:
 # every point with its bucket, oldest first; the 400s, the 404s, and a 503
 # (never a zero-filled series) when the store cannot be read. And the
-# targets view, empty until tool servers and agents can be configured.
+# targets view's counters, and its 503 when the store cannot be read.
 
 use strict;
 use warnings;
@@ -23,7 +23,7 @@ sub conf {
     return GwConf::gateway(
         providers => [{ name => 'oai', type => 'openai', key => 'sk-prov', models => 'gpt-4o-mini,free-m,idle-m', default => 1 },
                       { name => 'many', type => 'openai', key => 'sk-many', models => join(',', map { "m$_" } 1 .. 460) }],
-        http => ($store // '')
+        http => ($store // '') . "llm_gateway_mcp_server tools location=/_t/tools groups=;\n"
               . "llm_gateway_user root key=$ADMIN admin;\n"
               . "llm_gateway_user alice key=$KEY group=eng;\n"
               . "llm_gateway_price oai/gpt-4o-mini input=0.15 output=0.6;\n"
@@ -119,7 +119,10 @@ for my $store_kind (qw(shm redis)) {
         is(Gw::http(GET => $ng->url('/admin/api/usage/history?scope=total&metric=req'))->{status}, 401, 'no key: 401');
         my $t = Gw::http(GET => $ng->url('/admin/api/targets'), headers => GwConf::bearer($ADMIN));
         is($t->{status}, 200, 'targets: 200');
-        is_deeply($t->{json}, { targets => [] }, 'targets: none configured');
+        is_deeply($t->{json}, { targets => [{ kind => 'mcp', name => 'tools', url => '/_t/tools', location => '/_t/tools',
+                                              federated => JSON::PP::true, access => [],
+                                              requests => { min => 0, hour => 0, day => 0, month => 0 } }] },
+                  'targets: the tool server, no request yet');
     };
 
     subtest "$store_kind: series and totals" => sub {
@@ -146,6 +149,8 @@ for my $store_kind (qw(shm redis)) {
             GwConf::is_envelope($r, 503, 'server_error', 'limit_store_unavailable', 'ranking: 503, never an empty ranking');
             $r = Gw::http(GET => $ng->url('/admin/api/usage/totals'), headers => GwConf::bearer($ADMIN));
             GwConf::is_envelope($r, 503, 'server_error', 'limit_store_unavailable', 'totals: 503, never zeros');
+            $r = Gw::http(GET => $ng->url('/admin/api/targets'), headers => GwConf::bearer($ADMIN));
+            GwConf::is_envelope($r, 503, 'server_error', 'limit_store_unavailable', 'targets: 503, never zeros');
             $rd->restart;
         };
     }

@@ -93,6 +93,13 @@ void collect_warnings(ngx_conf_t* cf, MainConf* mcf) {
                                   ") has no price: under a cost budget, token-billed requests for it are refused (402)");
         }
     }
+    for (const auto& ep : st.mcp_endpoints) {
+        if (!ep->own_key) {
+            st.warnings.push_back("llm_gateway_mcp has no session_key=: MCP sessions hold on this replica only, "
+                                  "until the next reload");
+            break;
+        }
+    }
     for (const auto& w : st.warnings) {
         ngx_conf_log_error(NGX_LOG_WARN, cf, 0, "llm_gateway: %s", log_text(w).c_str());
     }

@@ -174,7 +174,7 @@ std::string find_header(ngx_http_request_t* sr, std::string_view name) {
 Call::Call(RequestCtx* r, const ProviderConf* p, std::unique_ptr<Codec> c, unsigned n, Mode m)
     : req(r), provider(p), codec(std::move(c)), attempt(n), mode(m) {}
 
-ngx_int_t Call::start(ngx_http_request_t* r, const CallerRequest& in, Join* join, std::string* refusal) {
+ngx_int_t Call::start(ngx_http_request_t* r, const CallerRequest& in, std::string* refusal) {
     UpstreamRequest up;
     std::string err;
     if (!codec->build_request(in, up, err)) {
@@ -229,8 +229,6 @@ ngx_int_t Call::start(ngx_http_request_t* r, const CallerRequest& in, Join* join
     sr = s;
     state = State::Running;
     started = ngx_current_msec;
-    join_ = join;
-    if (join_ != nullptr) ++join_->pending;
     return NGX_OK;
 }
 
@@ -352,7 +350,6 @@ ngx_int_t Call::on_done(ngx_int_t rc) {
                sr->upstream->state->bytes_received > 0) {
         garbled_head_ = true;   // bytes came, but never a complete response header
     }
-    if (join_ != nullptr && join_->pending > 0) --join_->pending;
     if (on_end != nullptr) on_end(*this, end_data);
     if (rc >= NGX_HTTP_SPECIAL_RESPONSE || rc == NGX_ERROR) return NGX_OK;   // no nginx error page: the request answers
     return rc;

@@ -1,8 +1,8 @@
 // One upstream call: a subrequest to a provider's internal location, with its
 // own codec, state and buffers. A request runs Calls one after another (the
 // seam for retries and failover: RequestCtx::calls, RequestCtx::chosen) or
-// several at once with their bodies captured (the seam for fan-out: Capture
-// mode and a Join). A Call never writes to the client: it hands what its
+// several at once with their bodies captured (the MCP fan-out: Capture mode,
+// background subrequests, an end hook). A Call never writes to the client: it hands what its
 // codec produced to the request (relay.cpp), which decides.
 #pragma once
 #include <memory>
@@ -12,11 +12,6 @@
 #include "ngx/module.h"
 
 namespace llmgw {
-
-// Counts the calls of a group still running (fan-out).
-struct Join {
-    unsigned pending = 0;
-};
 
 class Call {
 public:
@@ -31,8 +26,7 @@ public:
     // subrequest. NGX_OK; NGX_HTTP_BAD_REQUEST when the codec refuses the
     // caller's request (refusal, when given, gets the sentence for the
     // caller); NGX_ERROR (logged) when it could not start.
-    ngx_int_t start(ngx_http_request_t* r, const CallerRequest& in, Join* join = nullptr,
-                    std::string* refusal = nullptr);
+    ngx_int_t start(ngx_http_request_t* r, const CallerRequest& in, std::string* refusal = nullptr);
 
     // The subrequest's filters and its end (called from relay.cpp's filters).
     ngx_int_t on_header(ngx_http_request_t* sr);
@@ -94,7 +88,6 @@ private:
     bool announced_ = false;        // the request was told a streamed answer began
     std::string pending_;
     std::string captured_;
-    Join* join_ = nullptr;
 };
 
 // Implemented by the request side (relay.cpp): what the request does with a

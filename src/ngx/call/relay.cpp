@@ -238,7 +238,7 @@ Launch launch(ngx_http_request_t* r, RequestCtx* ctx) {
         if (r->headers_in.content_type != nullptr) in.content_type = sv(r->headers_in.content_type->value);
         in.form = &ctx->form;
         std::string refusal;
-        ngx_int_t rc = call.start(r, in, nullptr, &refusal);
+        ngx_int_t rc = call.start(r, in, &refusal);
         if (rc == NGX_OK) {
             ctx->chosen = &call;
             if (call.attempt > 1) {
