@@ -30,7 +30,7 @@ UNIT_SRCS   := $(sort $(wildcard t/unit/*.cpp))
 # module's signature matches /usr/sbin/nginx.
 CONF_FLAGS_FILE := $(NGINX_SRC)/conf_flags
 
-.PHONY: all module unit test integration run bench deps clean js conformance-deps test-asan fuzz
+.PHONY: all module unit test integration run bench bench-mcp deps clean js conformance-deps test-asan fuzz
 
 all: module
 
@@ -97,12 +97,17 @@ ASAN_BUILD := $(BUILD)/asan
 # ---- fuzzing: libFuzzer targets of the core's parsers (clang) ----
 # make fuzz [FUZZ_SECONDS=60]: each target runs that long from its seed corpus.
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := multipart
+FUZZ_TARGETS := multipart mcp
+FUZZ_SRCS_multipart := src/core/http/multipart.cpp
+FUZZ_SRCS_mcp := src/core/mcp/jsonrpc.cpp src/core/mcp/tool_merge.cpp src/core/mcp/session_token.cpp \
+  src/core/targets/agent_card.cpp src/core/codec/sse.cpp src/core/json/writer.cpp src/core/json/envelope.cpp \
+  src/core/config/digest.cpp
 fuzz:
 	@mkdir -p $(BUILD)/fuzz
 	@for t in $(FUZZ_TARGETS); do \
+	  case $$t in multipart) srcs="$(FUZZ_SRCS_multipart)";; mcp) srcs="$(FUZZ_SRCS_mcp)";; esac; \
 	  clang++ -std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined -Isrc -o $(BUILD)/fuzz/$$t \
-	    fuzz/fuzz_$$t.cpp src/core/http/multipart.cpp || exit 1; \
+	    fuzz/fuzz_$$t.cpp $$srcs -lcrypto || exit 1; \
 	  mkdir -p $(BUILD)/fuzz/corpus-$$t && cp -n fuzz/corpus/$$t/* $(BUILD)/fuzz/corpus-$$t/ 2>/dev/null; \
 	  $(BUILD)/fuzz/$$t -max_total_time=$(FUZZ_SECONDS) -max_len=4096 $(BUILD)/fuzz/corpus-$$t || exit 1; \
 	done
@@ -122,6 +127,9 @@ run: deps module js
 
 bench: deps module
 	@bench/run
+
+bench-mcp: deps module
+	@bench/mcp-latency
 
 clean:
 	rm -rf $(BUILD)
