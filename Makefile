@@ -106,10 +106,11 @@ fuzz:
 	@mkdir -p $(BUILD)/fuzz
 	@for t in $(FUZZ_TARGETS); do \
 	  case $$t in multipart) srcs="$(FUZZ_SRCS_multipart)";; mcp) srcs="$(FUZZ_SRCS_mcp)";; esac; \
-	  clang++ -std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined -Isrc -o $(BUILD)/fuzz/$$t \
+	  clang++ -std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize=builtin -Isrc -o $(BUILD)/fuzz/$$t \
 	    fuzz/fuzz_$$t.cpp $$srcs -lcrypto || exit 1; \
 	  mkdir -p $(BUILD)/fuzz/corpus-$$t && cp -n fuzz/corpus/$$t/* $(BUILD)/fuzz/corpus-$$t/ 2>/dev/null; \
-	  $(BUILD)/fuzz/$$t -max_total_time=$(FUZZ_SECONDS) -max_len=4096 $(BUILD)/fuzz/corpus-$$t || exit 1; \
+	  UBSAN_OPTIONS=suppressions=$(CURDIR)/fuzz/ubsan.supp:halt_on_error=1:print_stacktrace=1 \
+	    $(BUILD)/fuzz/$$t -max_total_time=$(FUZZ_SECONDS) -max_len=4096 $(BUILD)/fuzz/corpus-$$t || exit 1; \
 	done
 
 test-asan: js conformance-deps

@@ -131,6 +131,9 @@ public:
     // Otherwise (audio, a spilled JSON body, a passthrough) the upstream's
     // headers are kept and a cut answer closes the connection.
     virtual bool event_stream() const { return !spilled_; }
+    // The client gets the upstream's bytes unchanged (passthrough, tool
+    // servers, agents): the upstream's Content-Length holds for them too.
+    virtual bool relays_bytes() const { return false; }
     const CodecResult& result() const { return res_; }
     // A problem worth logging that appeared in the last feed() ("" none); cleared by the call.
     std::string take_problem() { return std::move(problem_); }

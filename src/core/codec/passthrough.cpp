@@ -49,6 +49,7 @@ public:
 
     // Never closed with a gateway event: the bytes are the provider's own.
     bool event_stream() const override { return false; }
+    bool relays_bytes() const override { return true; }
 
 protected:
     bool relays_error_status() const override { return true; }

@@ -28,6 +28,7 @@ public:
 
     // The bytes are the target's own: never closed with a gateway event.
     bool event_stream() const override { return false; }
+    bool relays_bytes() const override { return true; }
 
 protected:
     bool relays_error_status() const override { return true; }

@@ -7,11 +7,30 @@
 
 namespace llmgw {
 
+namespace {
+
+// Every request's key is hashed: the algorithm is fetched once and one
+// context per thread is reused (OpenSSL 3 would otherwise look the
+// algorithm up and allocate a context for each digest).
+struct Sha256Ctx {
+    EVP_MD* md = EVP_MD_fetch(nullptr, "SHA256", nullptr);
+    EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+    ~Sha256Ctx() {
+        EVP_MD_CTX_free(ctx);
+        EVP_MD_free(md);
+    }
+};
+
+}  // namespace
+
 Digest sha256(std::string_view data) {
     Digest d{};
     unsigned int len = 0;
-    // EVP_Digest only fails on allocation failure; d then stays all zero.
-    if (EVP_Digest(data.data(), data.size(), d.data(), &len, EVP_sha256(), nullptr) != 1 || len != d.size()) {
+    thread_local Sha256Ctx s;
+    // Only an allocation failure makes these fail; d then stays all zero.
+    if (s.md == nullptr || s.ctx == nullptr || EVP_DigestInit_ex(s.ctx, s.md, nullptr) != 1 ||
+        EVP_DigestUpdate(s.ctx, data.data(), data.size()) != 1 || EVP_DigestFinal_ex(s.ctx, d.data(), &len) != 1 ||
+        len != d.size()) {
         d.fill(0);
     }
     return d;

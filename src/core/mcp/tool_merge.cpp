@@ -12,7 +12,7 @@ namespace llmgw {
 namespace {
 
 namespace rj = rapidjson;
-constexpr unsigned kFlags = rj::kParseValidateEncodingFlag | rj::kParseIterativeFlag | rj::kParseFullPrecisionFlag;
+constexpr unsigned kFlags = rj::kParseValidateEncodingFlag | rj::kParseIterativeFlag;
 
 struct Entry {
     std::size_t backend;

@@ -60,7 +60,7 @@ bool rewrite_agent_card(std::string_view card, std::string_view target_path, std
         return false;
     }
     rj::Document doc;
-    doc.Parse<rj::kParseValidateEncodingFlag | rj::kParseIterativeFlag | rj::kParseFullPrecisionFlag>(card.data(),
+    doc.Parse<rj::kParseValidateEncodingFlag | rj::kParseIterativeFlag>(card.data(),
                                                                                                       card.size());
     if (doc.HasParseError() || !doc.IsObject()) {
         err = "the agent card is not a JSON object";

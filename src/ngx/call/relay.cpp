@@ -503,7 +503,9 @@ ngx_int_t request_on_stream_head(Call& call) {
     ngx_http_request_t* r = call.sr->main;
     const bool sse = call.codec->event_stream();
     set_head(r, call, sse);
-    r->headers_out.content_length_n = -1;
+    // Bytes relayed unchanged keep their length (no chunked framing: the
+    // head and a small body leave in one write); anything else is framed.
+    r->headers_out.content_length_n = call.codec->relays_bytes() ? call.sr->headers_out.content_length_n : -1;
     if (sse) {
         if (add_header(r, "Cache-Control", "no-cache") != NGX_OK) return NGX_ERROR;
         if (add_header(r, "X-Accel-Buffering", "no") != NGX_OK) return NGX_ERROR;
