@@ -168,12 +168,51 @@ fails_with('llm_gateway twice in a location',
 fails_with('llm_gateway and llm_gateway_admin in one location',
            conf_with('', api_extra => 'llm_gateway_admin;'),
            'llm_gateway_admin;',
-           'llm_gateway, llm_gateway_admin, llm_gateway_passthrough and llm_gateway_metrics cannot share a location');
+           'llm_gateway, llm_gateway_admin, llm_gateway_passthrough, llm_gateway_metrics, llm_gateway_mcp and llm_gateway_target_proxy cannot share a location');
 
 fails_with('llm_gateway and llm_gateway_passthrough in one location',
            conf_with('', api_extra => 'llm_gateway_passthrough;'),
            'llm_gateway_passthrough;',
-           'llm_gateway, llm_gateway_admin, llm_gateway_passthrough and llm_gateway_metrics cannot share a location');
+           'llm_gateway, llm_gateway_admin, llm_gateway_passthrough, llm_gateway_metrics, llm_gateway_mcp and llm_gateway_target_proxy cannot share a location');
+
+# Tools and agents (docs/mcp.md).
+fails_with('llm_gateway_mcp_server with a bad name',
+           conf_with("llm_gateway_mcp_server bad/name location=/_t/x;\n"),
+           'bad/name', 'llm_gateway_mcp_server name must match ^[A-Za-z0-9._-]+$ (and not be "." or "..")');
+fails_with('llm_gateway_mcp_server without location=',
+           conf_with("llm_gateway_mcp_server tools url=http://127.0.0.1:1/mcp;\n"),
+           'llm_gateway_mcp_server tools', 'llm_gateway_mcp_server "tools" needs location=/uri');
+fails_with('llm_gateway_mcp_server defined twice',
+           conf_with("llm_gateway_mcp_server tools location=/_t/a;\nllm_gateway_mcp_server tools location=/_t/b;\n"),
+           'location=/_t/b', 'llm_gateway_mcp_server "tools" is defined twice');
+fails_with('llm_gateway_mcp_server with a url= that is not http(s)',
+           conf_with("llm_gateway_mcp_server tools location=/_t/a url=ftp://h/x;\n"),
+           'url=ftp', 'llm_gateway_mcp_server "tools" url= must begin with http:// or https://');
+fails_with('llm_gateway_mcp_server with an unknown parameter',
+           conf_with("llm_gateway_mcp_server tools location=/_t/a card=/x;\n"),
+           'card=/x', 'invalid parameter "card" of llm_gateway_mcp_server');
+fails_with('llm_gateway_agent with a card= that is not a path',
+           conf_with("llm_gateway_agent helper location=/_t/a card=card.json;\n"),
+           'card=card.json', 'llm_gateway_agent "helper" card= must be a path beginning with /');
+fails_with('llm_gateway_target_proxy with an unknown kind',
+           conf_with('', server => 'location /t/ { llm_gateway_target_proxy tools; }'),
+           'llm_gateway_target_proxy tools', 'llm_gateway_target_proxy takes mcp or agent, not "tools"');
+fails_with('llm_gateway_target_proxy in an exact location',
+           conf_with('', server => 'location = /t { llm_gateway_target_proxy mcp; }'),
+           'llm_gateway_target_proxy mcp',
+           'llm_gateway_target_proxy needs a prefix location, e.g. location /mcp/ { llm_gateway_target_proxy mcp; }');
+fails_with('llm_gateway_mcp with a short session key',
+           conf_with('', server => 'location = /mcp { llm_gateway_mcp session_key=literal:short; }'),
+           'session_key=', 'session_key= of llm_gateway_mcp must be at least 16 bytes long');
+fails_with('llm_gateway_mcp with a session key from an unset variable',
+           conf_with('', server => 'location = /mcp { llm_gateway_mcp session_key=env:LLMGW_NO_SUCH_VAR; }'),
+           'session_key=', 'llm_gateway_mcp: environment variable "LLMGW_NO_SUCH_VAR" is not set');
+fails_with('llm_gateway_mcp with a bad time-out',
+           conf_with('', server => 'location = /mcp { llm_gateway_mcp list_timeout=5ms; }'),
+           'list_timeout', 'list_timeout= of llm_gateway_mcp must be a time from 100ms to 30d');
+fails_with('llm_gateway_mcp and llm_gateway in one location',
+           conf_with('', api_extra => 'llm_gateway_mcp;'),
+           'llm_gateway_mcp;', 'llm_gateway, llm_gateway_admin, llm_gateway_passthrough, llm_gateway_metrics, llm_gateway_mcp and llm_gateway_target_proxy cannot share a location');
 
 fails_with('llm_gateway_passthrough in a regex location',
            conf_with('', server => 'location ~ ^/pt/ { llm_gateway_passthrough; }'),
