@@ -20,7 +20,7 @@ use Time::HiRes ();
 Gw::need_module();
 plan(skip_all => 't/js/node_modules is absent: run `npm ci` in t/js') unless Gw::have_js_deps();
 
-my %KEY = (alice => 'sk-mcp-alice-1a2b3c', erin => 'sk-mcp-erin-4d5e6f', olga => 'sk-mcp-olga-7a8b9c',
+my %KEY = (pat => 'sk-mcp-pat-5e6f7a', alice => 'sk-mcp-alice-1a2b3c', erin => 'sk-mcp-erin-4d5e6f', olga => 'sk-mcp-olga-7a8b9c',
            bruno => 'sk-mcp-bruno-0d1e2f', admin => 'sk-mcp-admin-3a4b5c');
 my $SESSION_KEY = 'mcp-session-key-for-tests-0123456789';
 
@@ -31,6 +31,10 @@ sub backend {
 my %be = (
     alpha  => backend(MCP_NAME => 'alpha', MCP_MODE => 'stateless', MCP_TOOLS => 'echo,alpha_only'),
     beta   => backend(MCP_NAME => 'beta', MCP_MODE => 'session', MCP_JSON => 1, MCP_TOOLS => 'echo,beta_only'),
+    gamma  => backend(MCP_NAME => 'gamma', MCP_TOOLS => 'g', MCP_PROMPTS => 'greet,solo', MCP_RESOURCES => 'doc',
+                      MCP_TEMPLATE => 1),
+    delta  => backend(MCP_NAME => 'delta', MCP_MODE => 'session', MCP_TOOLS => 'd', MCP_PROMPTS => 'greet',
+                      MCP_RESOURCES => 'doc', MCP_TEMPLATE => 1),
     hang   => backend(MCP_NAME => 'hang', MCP_FAULT => 'hang'),
     boom   => backend(MCP_NAME => 'boom', MCP_FAULT => '500'),
     bad    => backend(MCP_NAME => 'bad', MCP_FAULT => 'bad'),
@@ -51,6 +55,8 @@ sub conf {
     my $http = '';
     $http .= "llm_gateway_user $_ key=$KEY{$_}" . ($_ eq 'admin' ? ' admin' : $_ eq 'alice' ? '' : " group=$_") . ";\n"
         for sort keys %KEY;
+    $http .= "llm_gateway_mcp_server gamma location=/_t/gamma groups=pat;\n"
+          .  "llm_gateway_mcp_server delta location=/_t/delta groups=pat;\n";
     $http .= "llm_gateway_mcp_server alpha location=/_t/alpha url=http://127.0.0.1:%%ALPHA%%/mcp groups=default,erin,olga;\n"
           .  "llm_gateway_mcp_server beta location=/_t/beta url=https://ops:hunter2\@127.0.0.1:%%BETA%%/mcp?token=abc groups=default,erin;\n"
           .  "llm_gateway_mcp_server hang location=/_t/hang url=http://127.0.0.1:%%HANG%%/mcp groups=olga;\n"
@@ -66,6 +72,8 @@ sub conf {
                . "    location /a2a/ { llm_gateway_target_proxy agent; }\n"
                . "    location /admin { llm_gateway_admin; }\n"
                . internal_location('alpha', 'ALPHA', '/mcp')
+               . internal_location('gamma', 'GAMMA', '/mcp')
+               . internal_location('delta', 'DELTA', '/mcp')
                . internal_location('beta', 'BETA', '/mcp')
                . internal_location('hang', 'HANG', '/mcp')
                . internal_location('boom', 'BOOM', '/mcp')
@@ -79,6 +87,7 @@ sub conf {
 }
 my %vars = (ALPHA => $be{alpha}->port, BETA => $be{beta}->port, HANG => $be{hang}->port, BOOM => $be{boom}->port,
             BAD => $be{bad}->port, AGENT => $agent->port, SICK => $sick_agent->port,
+            GAMMA => $be{gamma}->port, DELTA => $be{delta}->port,
             MOCK => $be{alpha}->port);   # the default provider, unused here
 my $ng = Gw::Nginx->start(conf => conf(), workers => 2, vars => \%vars);
 
@@ -152,10 +161,17 @@ subtest 'initialize: the protocol version allowlist; notifications; other method
     is($r->{body}, '', '... with no body');
     $r = rpc(call_msg('p', 'ping'));
     is_deeply($r->{json}, { jsonrpc => '2.0', id => 'p', result => {} }, 'ping answers');
-    for my $m (qw(resources/list prompts/list completion/complete)) {
+    for my $m (qw(resources/subscribe logging/setLevel sampling/createMessage)) {
         $r = rpc(call_msg(3, $m));
         is($r->{json}{error}{code}, -32601, "$m: method not found");
     }
+    # Servers that serve no prompts or resources: empty lists, not failures.
+    is_deeply(rpc(call_msg(5, 'prompts/list'))->{json}{result}, { prompts => [] }, 'prompts/list: empty');
+    is_deeply(rpc(call_msg(6, 'resources/list'))->{json}{result}, { resources => [] }, 'resources/list: empty');
+    is(rpc(call_msg(7, 'prompts/get', { name => 'nope' }))->{json}{error}{code}, -32602, 'an unknown prompt: -32602');
+    is(rpc(call_msg(8, 'resources/read', {}))->{json}{error}{code}, -32602, 'resources/read without a uri: -32602');
+    my $caps = rpc(call_msg(9, 'initialize', { protocolVersion => '2025-11-25' }))->{json}{result}{capabilities};
+    is_deeply([ sort keys %$caps ], [qw(completions prompts resources tools)], 'capabilities: what is federated');
     $r = rpc('{"jsonrpc":"2.0","id":1,"method":');
     is($r->{status}, 400, 'unparseable JSON: 400');
     is($r->{json}{error}{code}, -32700, '... a parse error');
@@ -233,6 +249,35 @@ subtest 'failures: no handshake after a 5xx or a time-out; a hung server does no
     like($r->{json}{error}{message}, qr/Unknown tool: nope/, '... naming it');
 };
 
+subtest 'prompts and resources: merged lists, names, owners, template URIs, completion' => sub {
+    $_->reset for @be{qw(gamma delta)};
+    my $r = rpc(call_msg(1, 'prompts/list'), key => $KEY{pat});
+    is_deeply([ map { $_->{name} } @{ $r->{json}{result}{prompts} // [] } ], [qw(gamma__greet solo delta__greet)],
+              'prompts: the naming rule of tools');
+    $r = rpc(call_msg(2, 'prompts/get', { name => 'delta__greet' }), key => $KEY{pat});
+    is($r->{json}{result}{messages}[0]{content}{text}, 'delta:greet', 'prompts/get goes to the owner under its own name');
+    $r = rpc(call_msg(3, 'resources/list'), key => $KEY{pat});
+    is_deeply([ map { $_->{uri} } @{ $r->{json}{result}{resources} // [] } ], ['test://gamma/doc', 'test://delta/doc'],
+              'resources: every server\'s URIs');
+    $r = rpc(call_msg(4, 'resources/read', { uri => 'test://delta/doc' }), key => $KEY{pat});
+    is($r->{json}{result}{contents}[0]{text}, 'delta:doc', 'resources/read goes to the URI\'s owner');
+    $r = rpc(call_msg(5, 'resources/templates/list'), key => $KEY{pat});
+    is_deeply([ map { $_->{uriTemplate} } @{ $r->{json}{result}{resourceTemplates} // [] } ],
+              ['test://gamma/item/{id}', 'test://delta/item/{id}'], 'resource templates merged');
+    $_->reset for @be{qw(gamma delta)};
+    $r = rpc(call_msg(6, 'resources/read', { uri => 'test://delta/item/42' }), key => $KEY{pat});
+    is($r->{json}{result}{contents}[0]{text}, 'delta:item:42', 'a URI no list names: every server asked, the one that has it answers');
+    ok((grep { ($_->{rpc_method} // '') eq 'resources/read' } @{ $be{gamma}->requests }), '... gamma was asked too');
+    $r = rpc(call_msg(7, 'resources/read', { uri => 'test://nobody/x' }), key => $KEY{pat});
+    ok($r->{json}{error}, 'a URI nobody has: the first server\'s error') or diag($r->{body});
+    $_->reset for @be{qw(gamma delta)};
+    $r = rpc(call_msg(8, 'completion/complete', { ref => { type => 'ref/prompt', name => 'solo' },
+                                                   argument => { name => 'x', value => '' } }), key => $KEY{pat});
+    is($r->{json}{error}{code}, -32601, 'completion/complete: the owner\'s own answer (it has no completions)');
+    ok((grep { ($_->{rpc_method} // '') eq 'completion/complete' } @{ $be{gamma}->requests }), '... asked of the owner of "solo"');
+    ok(!grep({ ($_->{rpc_method} // '') eq 'completion/complete' } @{ $be{delta}->requests }), '... and of no other server');
+};
+
 subtest 'legacy /sse servers: left out of federation, reachable through their proxy' => sub {
     $be{alpha}->reset;
     my $r = rpc(call_msg(1, 'tools/list'), key => $KEY{erin});
@@ -303,7 +348,7 @@ subtest 'per-target proxy for an agent: the official A2A client, the card rewrit
 subtest 'the targets view: sorted, counters, sanitized URLs, null versus []' => sub {
     my ($t, $doc) = targets_view();
     is_deeply([ map { "$_->{kind}/$_->{name}" } @{ $doc->{targets} } ],
-              [qw(agent/echo agent/gone agent/sick mcp/alpha mcp/bad mcp/beta mcp/boom mcp/closed mcp/hang mcp/legacy)],
+              [qw(agent/echo agent/gone agent/sick mcp/alpha mcp/bad mcp/beta mcp/boom mcp/closed mcp/delta mcp/gamma mcp/hang mcp/legacy)],
               'sorted by kind and name');
     is_deeply($t->{'mcp/alpha'}{access}, [qw(default erin olga)], 'a list of groups');
     ok(exists $t->{'mcp/legacy'}{access} && !defined $t->{'mcp/legacy'}{access}, 'every group: null');

@@ -62,7 +62,7 @@ import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import { URL } from 'node:url';
 
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
@@ -111,9 +111,37 @@ function rpcMethodOf(json) {
 
 const messagesOf = (json) => (Array.isArray(json) ? json : [json]);
 
-// A fresh McpServer with the configured tools.
+// MCP_PROMPTS: prompt names (each answers one user message
+// `${MCP_NAME}:${prompt}`); MCP_RESOURCES: resource names, served at
+// test://${MCP_NAME}/${resource} with text `${MCP_NAME}:${resource}`;
+// MCP_TEMPLATE=1: a template test://${MCP_NAME}/item/{id} read as
+// `${MCP_NAME}:item:${id}`. None by default (no prompts or resources
+// capability: those methods answer "method not found").
+const listEnv = (v) => (v ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+const PROMPTS = listEnv(process.env.MCP_PROMPTS);
+const RESOURCES = listEnv(process.env.MCP_RESOURCES);
+const TEMPLATE = process.env.MCP_TEMPLATE === '1';
+
+// A fresh McpServer with the configured tools, prompts and resources.
 function makeServer() {
   const server = new McpServer({ name: NAME, version: '1.0.0' });
+  for (const prompt of PROMPTS) {
+    server.registerPrompt(prompt, { description: `${NAME} prompt ${prompt}` }, async () => ({
+      messages: [{ role: 'user', content: { type: 'text', text: `${NAME}:${prompt}` } }],
+    }));
+  }
+  for (const res of RESOURCES) {
+    const uri = `test://${NAME}/${res}`;
+    server.registerResource(res, uri, { mimeType: 'text/plain' }, async () => ({
+      contents: [{ uri, mimeType: 'text/plain', text: `${NAME}:${res}` }],
+    }));
+  }
+  if (TEMPLATE) {
+    server.registerResource('item', new ResourceTemplate(`test://${NAME}/item/{id}`, { list: undefined }),
+      { mimeType: 'text/plain' }, async (uri, { id }) => ({
+        contents: [{ uri: uri.href, mimeType: 'text/plain', text: `${NAME}:item:${id}` }],
+      }));
+  }
   for (const tool of TOOLS) {
     server.registerTool(tool, {
       description: `${NAME} test tool ${tool}: echoes its text`,

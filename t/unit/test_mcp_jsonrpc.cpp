@@ -11,7 +11,7 @@ TEST(McpRpc, Request) {
     ASSERT_EQ(m.kind, RpcMessage::Kind::Request);
     EXPECT_EQ(m.id, "7");
     EXPECT_EQ(m.method, "tools/call");
-    EXPECT_EQ(m.tool, "echo");
+    EXPECT_EQ(m.route_key, "echo");
     EXPECT_EQ(m.params, R"({"name":"echo","arguments":{"text":"hi"}})");
 }
 
@@ -20,6 +20,17 @@ TEST(McpRpc, StringIdAndInitialize) {
     ASSERT_EQ(m.kind, RpcMessage::Kind::Request);
     EXPECT_EQ(m.id, R"("a\"b")");
     EXPECT_EQ(m.protocol_version, "2025-06-18");
+}
+
+TEST(McpRpc, RouteKeys) {
+    EXPECT_EQ(parse_rpc(R"({"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"name":"p1"}})").route_key, "p1");
+    EXPECT_EQ(parse_rpc(R"({"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"test://a"}})").route_key, "test://a");
+    RpcMessage c = parse_rpc(R"({"jsonrpc":"2.0","id":1,"method":"completion/complete","params":{"ref":{"type":"ref/resource","uri":"t://{id}"}}})");
+    EXPECT_EQ(c.ref_type, "ref/resource");
+    EXPECT_EQ(c.route_key, "t://{id}");
+    c = parse_rpc(R"({"jsonrpc":"2.0","id":1,"method":"completion/complete","params":{"ref":{"type":"ref/prompt","name":"p"}}})");
+    EXPECT_EQ(c.route_key, "p");
+    EXPECT_EQ(parse_rpc(R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":5}})").route_key, "");
 }
 
 TEST(McpRpc, NotificationAndResponse) {
@@ -67,8 +78,11 @@ TEST(McpRpc, Answers) {
               R"({"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"no MCP server reachable"}})");
     EXPECT_EQ(rpc_request("\"g1\"", "tools/list", ""), R"({"jsonrpc":"2.0","id":"g1","method":"tools/list","params":{}})");
     EXPECT_EQ(rpc_notification("notifications/initialized"), R"({"jsonrpc":"2.0","method":"notifications/initialized"})");
-    EXPECT_EQ(with_tool_name(R"({"name":"alpha__echo","arguments":{"x":1}})", "echo"), R"({"name":"echo","arguments":{"x":1}})");
-    EXPECT_EQ(with_tool_name("[1]", "echo"), "");
+    EXPECT_EQ(with_name(R"({"name":"alpha__echo","arguments":{"x":1}})", "echo"), R"({"name":"echo","arguments":{"x":1}})");
+    EXPECT_EQ(with_name("[1]", "echo"), "");
+    EXPECT_EQ(with_name(R"({"ref":{"type":"ref/prompt","name":"a__p"},"argument":{}})", "p", true),
+              R"({"ref":{"type":"ref/prompt","name":"p"},"argument":{}})");
+    EXPECT_EQ(with_name(R"({"ref":5})", "p", true), "");
 }
 
 TEST(McpRpc, BackendReplyJson) {

@@ -62,3 +62,17 @@ TEST(ToolMerge, NextCursor) {
     EXPECT_EQ(next_cursor(R"({"nextCursor":5})"), "");
     EXPECT_EQ(next_cursor("junk"), "");
 }
+
+TEST(ToolMerge, PromptsRenamedResourcesFirstOwner) {
+    MergedTools p = merge_list({server(0, "a", R"({"prompts":[{"name":"greet"}]})"),
+                                server(1, "b", R"({"prompts":[{"name":"greet"},{"name":"solo"}]})")},
+                               "prompts", "name", true);
+    EXPECT_EQ(p.tools_json, R"([{"name":"a__greet"},{"name":"b__greet"},{"name":"solo"}])");
+    MergedTools r = merge_list({server(0, "a", R"({"resources":[{"uri":"t://x","name":"x"}]})"),
+                                server(1, "b", R"({"resources":[{"uri":"t://x","name":"other"},{"uri":"t://y","name":"y"}]})")},
+                               "resources", "uri", false);
+    EXPECT_EQ(r.tools_json, R"([{"uri":"t://x","name":"x"},{"uri":"t://y","name":"y"}])");
+    EXPECT_EQ(r.routes["t://x"].backend, 0u);
+    EXPECT_EQ(r.routes["t://y"].backend, 1u);
+    EXPECT_EQ(r.skipped, 1u);
+}

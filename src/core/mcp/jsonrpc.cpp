@@ -136,7 +136,15 @@ RpcMessage parse_rpc(std::string_view body) {
         }
         m.params = to_json(params->value);
         m.protocol_version = string_member(params->value, "protocolVersion");
-        if (m.method == "tools/call") m.tool = string_member(params->value, "name");
+        if (m.method == "tools/call" || m.method == "prompts/get") m.route_key = string_member(params->value, "name");
+        if (m.method == "resources/read") m.route_key = string_member(params->value, "uri");
+        if (m.method == "completion/complete") {
+            auto ref = params->value.FindMember("ref");
+            if (ref != params->value.MemberEnd() && ref->value.IsObject()) {
+                m.ref_type = string_member(ref->value, "type");
+                m.route_key = string_member(ref->value, m.ref_type == "ref/resource" ? "uri" : "name");
+            }
+        }
     }
     m.error_code = 0;
     m.kind = has_id ? RpcMessage::Kind::Request : RpcMessage::Kind::Notification;
@@ -171,15 +179,21 @@ std::string rpc_notification(std::string_view method) {
     return w.take();
 }
 
-std::string with_tool_name(std::string_view params_json, std::string_view name) {
+std::string with_name(std::string_view params_json, std::string_view name, bool in_ref) {
     rapidjson::Document doc;
     if (!parse_doc(params_json, doc) || !doc.IsObject()) return {};
+    rapidjson::Value* obj = &doc;
+    if (in_ref) {
+        auto ref = doc.FindMember("ref");
+        if (ref == doc.MemberEnd() || !ref->value.IsObject()) return {};
+        obj = &ref->value;
+    }
     rapidjson::Value v(name.data(), static_cast<rapidjson::SizeType>(name.size()), doc.GetAllocator());
-    auto it = doc.FindMember("name");
-    if (it != doc.MemberEnd()) {
+    auto it = obj->FindMember("name");
+    if (it != obj->MemberEnd()) {
         it->value = v;
     } else {
-        doc.AddMember("name", v, doc.GetAllocator());
+        obj->AddMember("name", v, doc.GetAllocator());
     }
     return to_json(doc);
 }

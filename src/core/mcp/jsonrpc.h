@@ -26,7 +26,11 @@ struct RpcMessage {
     std::string params = "{}";     // the params object as JSON text ("{}" when absent)
     // Read from params where the method has them ("" when absent).
     std::string protocol_version;  // initialize: params.protocolVersion
-    std::string tool;              // tools/call: params.name
+    // What routes the request to a server: params.name (tools/call,
+    // prompts/get), params.uri (resources/read), params.ref.name or
+    // params.ref.uri (completion/complete, by ref_type).
+    std::string route_key;
+    std::string ref_type;          // completion/complete: params.ref.type
 };
 
 // Parses a posted body. A batch (an array) is Invalid: the protocol since
@@ -38,9 +42,9 @@ std::string rpc_error(std::string_view id, int code, std::string_view message);
 std::string rpc_request(std::string_view id, std::string_view method, std::string_view params_json);
 std::string rpc_notification(std::string_view method);
 
-// params of a tools/call with its "name" replaced (the tool's own name on
-// its server); "" when params is not an object.
-std::string with_tool_name(std::string_view params_json, std::string_view name);
+// params with "name" (in_ref: "ref.name") replaced: a tool's or prompt's own
+// name on its server; "" when params (or its ref) is not an object.
+std::string with_name(std::string_view params_json, std::string_view name, bool in_ref = false);
 
 // A backend's reply to one request, from a JSON body or an SSE stream (the
 // first response event whose id is want_id; notifications and requests the

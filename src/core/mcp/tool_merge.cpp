@@ -25,7 +25,10 @@ struct Entry {
 
 }  // namespace
 
-MergedTools merge_tools(const std::vector<ServerTools>& servers) {
+MergedTools merge_list(const std::vector<ServerTools>& servers, std::string_view array, std::string_view key,
+                       bool rename) {
+    const rj::Value array_name(rj::StringRef(array.data(), array.size()));
+    const rj::Value key_name(rj::StringRef(key.data(), key.size()));
     MergedTools out;
     std::vector<std::unique_ptr<rj::Document>> docs;
     std::vector<Entry> entries;
@@ -36,18 +39,18 @@ MergedTools merge_tools(const std::vector<ServerTools>& servers) {
             auto doc = std::make_unique<rj::Document>();
             doc->Parse<kFlags>(page.data(), page.size());
             if (doc->HasParseError() || !doc->IsObject()) continue;
-            auto tools = doc->FindMember("tools");
+            auto tools = doc->FindMember(array_name);
             if (tools == doc->MemberEnd() || !tools->value.IsArray()) continue;
             for (rj::Value& t : tools->value.GetArray()) {
-                auto name = t.IsObject() ? t.FindMember("name") : rj::Value::MemberIterator();
+                auto name = t.IsObject() ? t.FindMember(key_name) : rj::Value::MemberIterator();
                 if (!t.IsObject() || name == t.MemberEnd() || !name->value.IsString() ||
                     name->value.GetStringLength() == 0 || entries.size() >= kMaxFederatedTools) {
                     ++out.skipped;
                     continue;
                 }
                 std::string own(name->value.GetString(), name->value.GetStringLength());
-                if (!seen.insert(own).second) {
-                    ++out.skipped;
+                if (!seen.insert(own).second || (!rename && count[own] > 0)) {
+                    ++out.skipped;   // a server's own duplicate; without renaming, the first owner wins
                     continue;
                 }
                 ++count[own];
@@ -58,7 +61,7 @@ MergedTools merge_tools(const std::vector<ServerTools>& servers) {
     }
     std::unordered_set<std::string> prefixed;
     for (Entry& e : entries) {
-        if (count[e.own] == 1) {
+        if (!rename || count[e.own] == 1) {
             e.final_name = e.own;
         } else {
             e.final_name = *e.server + "__" + e.own;
@@ -83,8 +86,8 @@ MergedTools merge_tools(const std::vector<ServerTools>& servers) {
     w.StartArray();
     for (Entry& e : entries) {
         if (e.final_name != e.own) {
-            (*e.tool)["name"].SetString(e.final_name.data(), static_cast<rj::SizeType>(e.final_name.size()),
-                                        e.doc->GetAllocator());
+            e.tool->FindMember(key_name)->value.SetString(
+                e.final_name.data(), static_cast<rj::SizeType>(e.final_name.size()), e.doc->GetAllocator());
         }
         e.tool->Accept(w);
         out.routes[e.final_name] = ToolRoute{e.backend, e.own};

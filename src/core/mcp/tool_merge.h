@@ -1,11 +1,14 @@
-// The federated tools/list: the tools of several MCP servers as one list
-// (no nginx). Naming rule (docs/mcp.md): a tool keeps its own name when no
-// other server of the list has a tool of that name; tools whose names
-// collide are all named "<server>__<tool>"; should such a name equal a kept
-// name, that tool is prefixed too, until every name is unique.
+// The federated lists: the tools (prompts, resources, resource templates) of
+// several MCP servers as one list (no nginx). Naming rule for tools and
+// prompts (docs/mcp.md): an entry keeps its own name when no other server of
+// the list has one of that name; entries whose names collide are all named
+// "<server>__<name>"; should such a name equal a kept name, that entry is
+// prefixed too, until every name is unique. Resources and templates keep
+// their URIs: the first server listing a URI owns it.
 #pragma once
 #include <cstddef>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -32,7 +35,13 @@ struct MergedTools {
 
 inline constexpr std::size_t kMaxFederatedTools = 10000;
 
-MergedTools merge_tools(const std::vector<ServerTools>& servers);
+// The entries of the array named `array` of each page, keyed by their string
+// member `key`; rename: the naming rule above, else the first owner wins.
+MergedTools merge_list(const std::vector<ServerTools>& servers, std::string_view array, std::string_view key,
+                       bool rename);
+inline MergedTools merge_tools(const std::vector<ServerTools>& servers) {
+    return merge_list(servers, "tools", "name", true);
+}
 
 // The nextCursor of a tools/list result ("" when none or not a string).
 std::string next_cursor(const std::string& result_json);

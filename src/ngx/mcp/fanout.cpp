@@ -23,8 +23,13 @@ constexpr const char* kRoute = "mcp-federated";
 
 void on_call_end(Call& call, void* data);
 
+// A list (tools/list, prompts/list…) has list_timeout=, the rest call_timeout=.
+bool is_list(const std::string& method) {
+    return method.size() > 5 && method.compare(method.size() - 5, 5, "/list") == 0;
+}
+
 ngx_msec_t timeout_of(const BackendOp& op) {
-    return op.method == "tools/list" ? op.fed->ep->list_timeout : op.fed->ep->call_timeout;
+    return is_list(op.method) ? op.fed->ep->list_timeout : op.fed->ep->call_timeout;
 }
 
 // The protocolVersion of an initialize result ("" when none).
@@ -200,7 +205,7 @@ void on_reply(BackendOp& op, Call& call) {
         break;
     }
     op.json = std::move(rep.json);
-    if (op.method == "tools/list") {
+    if (is_list(op.method)) {
         op.pages.push_back(op.json);
         std::string cursor = next_cursor(op.json);
         if (!cursor.empty() && --op.pages_left > 0) {
@@ -260,10 +265,10 @@ void when_settled(Federation& f, void (*done)(Federation& f)) {
     finish_federation(f);
 }
 
-std::vector<ServerTools> listed_tools(const Federation& f) {
+std::vector<ServerTools> listed_pages(const Federation& f, std::string_view method) {
     std::vector<ServerTools> out;
     for (const auto& op : f.ops) {
-        if (op->outcome != BackendOp::Outcome::Result || op->method != "tools/list") continue;
+        if (op->outcome != BackendOp::Outcome::Result || op->method != method) continue;
         ServerTools s;
         s.backend = op->backend;
         s.server = op->target->name;

@@ -58,7 +58,7 @@ struct Federation {
     RequestCtx* ctx;
     const McpEndpoint* ep;
     RpcMessage msg;                     // the caller's request
-    bool listing_for_call = false;      // tools/call: the tools are listed first to find the owner
+    std::string listing;                // the list method asked of every server ("" none)
     std::vector<std::unique_ptr<BackendOp>> ops;
     std::deque<std::string> bodies;     // request bodies (their subrequests view them)
     unsigned unsettled = 0;
@@ -74,7 +74,7 @@ void start_op(Federation& f, std::size_t backend, std::string method, std::strin
 // Runs done(f) once every op started so far has settled (now, if they have).
 void when_settled(Federation& f, void (*done)(Federation& f));
 
-// The tools of every op that listed them.
-std::vector<ServerTools> listed_tools(const Federation& f);
+// The pages of every op of the list method that got them.
+std::vector<ServerTools> listed_pages(const Federation& f, std::string_view method);
 
 }  // namespace llmgw
