@@ -103,7 +103,8 @@ sub rpc {
     my %h = ('Content-Type' => 'application/json', Accept => 'application/json, text/event-stream',
              ($o{no_key} ? () : (Authorization => 'Bearer ' . ($o{key} // $KEY{alice}))), %{ $o{headers} || {} });
     return Gw::http($o{method} // 'POST', ($o{ng} // $ng)->url($o{path} // '/mcp'), headers => \%h,
-                    (defined $body ? (body => ref $body ? Gw::json_encode($body) : $body) : ()), timeout => 30);
+                    (defined $body ? (body => ref $body ? Gw::json_encode($body) : $body) : ()),
+                    timeout => $o{timeout} // 30);
 }
 sub call_msg { my ($id, $method, $params) = @_; return { jsonrpc => '2.0', id => $id, method => $method, params => $params // {} } }
 
@@ -237,6 +238,13 @@ subtest 'failures: no handshake after a 5xx or a time-out; a hung server does no
     ok((grep { $_->{kind} eq 'upstream' && $_->{status} == 500 && $_->{provider} eq 'boom'
                && $_->{message} eq 'mcp-federated upstream returned status 500' } @ev), 'event: the 500');
     is($ev[0]{user}, 'olga', 'events name the user');
+
+    # A client that leaves while a server is still awaited: its calls end with
+    # it, and the worker goes on (any alert in error.log fails the test).
+    $r = rpc(call_msg(9, 'tools/list'), key => $KEY{olga}, timeout => 0.5);
+    ok($r->{status} == 599 || $r->{status} == 0, 'a client gone before the hung server timed out');
+    sleep 2;
+    is(rpc(call_msg(10, 'ping'), key => $KEY{olga})->{status}, 200, 'the gateway serves on');
 
     $r = rpc(call_msg(2, 'tools/list'), key => $KEY{bruno});
     is_deeply($r->{json}, { jsonrpc => '2.0', id => 2, error => { code => -32603, message => 'no MCP server reachable' } },
