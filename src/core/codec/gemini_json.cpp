@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/json/envelope.h"
+#include "core/json/numbers.h"
 
 namespace llmgw {
 namespace gemini {
@@ -43,13 +44,13 @@ bool depth_at_most(std::string_view s, int max) {
 }  // namespace
 
 const rj::Document* parse_json_scratch(std::string_view s) {
-    if (!depth_at_most(s, kMaxDepth)) return nullptr;
+    if (!depth_at_most(s, kMaxDepth) || !json_numbers_representable(s)) return nullptr;
     const rj::Document& d = json_scratch().parse(s, true);
     return d.HasParseError() ? nullptr : &d;
 }
 
 bool parse_json(std::string_view s, rj::Document& doc) {
-    if (!depth_at_most(s, kMaxDepth)) return false;
+    if (!depth_at_most(s, kMaxDepth) || !json_numbers_representable(s)) return false;
     doc.Parse<rj::kParseIterativeFlag | rj::kParseFullPrecisionFlag>(s.data(), s.size());
     return !doc.HasParseError();
 }

@@ -1,6 +1,7 @@
 #include "core/codec/openai.h"
 #include "core/codec/chat_ir.h"
 #include "core/codec/json_counts.h"
+#include "core/json/numbers.h"
 
 #include <cstdint>
 #include <cstring>
@@ -320,6 +321,10 @@ std::unique_ptr<RequestDoc> RequestDoc::parse(std::string_view body, std::string
     try {
         if (!depth_at_most(body, kMaxRequestDepth)) {
             err = "request body is nested too deeply";
+            return nullptr;
+        }
+        if (!json_numbers_representable(body)) {   // RapidJSON's full-precision path misreads them (numbers.h)
+            err = "request body has a number out of the range of a double (a non-zero below 1e-326 or above 1e310, or a zero written beyond 1e-22 or 1e22)";
             return nullptr;
         }
         auto r = std::make_unique<RequestDocImpl>();

@@ -18,6 +18,7 @@ public:
 
     // Parses s (iteratively; numbers at full precision when asked) into the
     // scratch document; check HasParseError().
+    // full_precision: the caller has checked json_numbers_representable (numbers.h).
     const rapidjson::Document& parse(std::string_view s, bool full_precision = false);
 
 private:

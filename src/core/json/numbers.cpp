@@ -1,0 +1,67 @@
+// The number guard (see numbers.h).
+#include "core/json/numbers.h"
+
+namespace llmgw {
+namespace {
+
+bool digit(char c) { return c >= '0' && c <= '9'; }
+
+}  // namespace
+
+bool json_numbers_representable(std::string_view s) {
+    // A non-zero literal is refused below 1e-326 (zero as a double) and above
+    // 1e310 (infinity): RapidJSON indexes its table at the magnitude less 19
+    // or 20 digits, which stays in range from -348 to +340. A zero is refused
+    // when written beyond 1e-22 or 1e22 (RapidJSON then normalizes a zero
+    // significand, which never ends well).
+    constexpr long kLowest = -325, kHighest = 310, kZeroPower = 22;
+    constexpr long kSaturate = 1000000;   // exponents are summed up to this much
+    const std::size_t n = s.size();
+    std::size_t i = 0;
+    while (i < n) {
+        const char c = s[i];
+        if (c == '"') {   // skip a string
+            for (++i; i < n && s[i] != '"'; ++i) {
+                if (s[i] == '\\') ++i;
+            }
+            ++i;
+            continue;
+        }
+        if (c != '-' && !digit(c)) {
+            ++i;
+            continue;
+        }
+        // A number: [-] int [. frac] [e|E [+|-] exp]. magnitude: the power of
+        // ten of its first significant digit, plus one.
+        if (c == '-') ++i;
+        long magnitude = 0, fraction = 0;
+        bool nonzero = false;
+        for (; i < n && digit(s[i]); ++i) {
+            if (s[i] != '0') nonzero = true;
+            if (nonzero && magnitude < kSaturate) ++magnitude;
+        }
+        if (i < n && s[i] == '.') {
+            for (++i; i < n && digit(s[i]); ++i) {
+                if (fraction < kSaturate) ++fraction;
+                if (nonzero) continue;
+                if (s[i] != '0') nonzero = true;
+                else if (magnitude > -kSaturate) --magnitude;
+            }
+        }
+        long exp = 0;
+        if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+            ++i;
+            bool negative = false;
+            if (i < n && (s[i] == '+' || s[i] == '-')) negative = s[i++] == '-';
+            for (; i < n && digit(s[i]); ++i) {
+                if (exp < kSaturate) exp = exp * 10 + (s[i] - '0');
+            }
+            if (negative) exp = -exp;
+        }
+        if (nonzero && (magnitude + exp < kLowest || magnitude + exp > kHighest)) return false;
+        if (!nonzero && (exp - fraction < -kZeroPower || exp - fraction > kZeroPower)) return false;
+    }
+    return true;
+}
+
+}  // namespace llmgw

@@ -1,0 +1,31 @@
+// The number guard in front of RapidJSON's full-precision parsing.
+#include <gtest/gtest.h>
+
+#include "core/codec/openai.h"
+#include "core/json/numbers.h"
+
+using namespace llmgw;
+
+// RapidJSON 1.1's full-precision parser reads past its power-of-ten table for
+// a non-zero number below about 1e-330 written with many digits: such
+// documents are refused before they are parsed (fuzz/fuzz_request.cpp found it).
+TEST(JsonNumbers, TinyNumbersRefused) {
+    EXPECT_TRUE(json_numbers_representable(R"({"t":0.7,"n":-3,"big":1.7976931348623157e308,"min":5e-324,"z":0e-22,"y":0.0})"));
+    EXPECT_FALSE(json_numbers_representable("0e-999"));
+    EXPECT_FALSE(json_numbers_representable("0e-23"));
+    EXPECT_FALSE(json_numbers_representable("0e23"));
+    EXPECT_FALSE(json_numbers_representable("0.00000000000000000000000"));   // 23 zeros
+    EXPECT_TRUE(json_numbers_representable("0.0000000000000000000000"));     // 22 zeros
+    EXPECT_FALSE(json_numbers_representable("123456789012345678901234567890e300"));
+    EXPECT_TRUE(json_numbers_representable(R"({"s":"0.1234567890123456789012345e-330"})"));   // in a string
+    EXPECT_TRUE(json_numbers_representable("0.000000000000000000001e-299"));                  // 1e-321
+    EXPECT_TRUE(json_numbers_representable("0.0000000000000000000001e-300"));                 // 1e-322, a denormal
+    EXPECT_FALSE(json_numbers_representable("0.1234567890123456789012345e-330"));
+    EXPECT_FALSE(json_numbers_representable("[1,700000.014360000000007777777777777777736000000078000000000000335144e-367]"));
+    EXPECT_FALSE(json_numbers_representable("0.0000000000000000000001e-310"));
+    EXPECT_FALSE(json_numbers_representable("1e-99999999999999999999"));
+    EXPECT_TRUE(json_numbers_representable("[\"\\\"\", 1e-10]"));
+    std::string err;
+    EXPECT_EQ(RequestDoc::parse(R"({"model":"m","messages":[],"temperature":0.1234567890123456789012345e-330})", err), nullptr);
+    EXPECT_EQ(err, "request body has a number out of the range of a double (a non-zero below 1e-326 or above 1e310, or a zero written beyond 1e-22 or 1e22)");
+}
