@@ -2,7 +2,8 @@
 # GET /admin/api/usage/history on the shared-memory store and on Redis:
 # every point with its bucket, oldest first; the 400s, the 404s, and a 503
 # (never a zero-filled series) when the store cannot be read. And the
-# targets view's counters, and its 503 when the store cannot be read.
+# targets view's counters (a tool server's proxied request counted in each
+# store), and its 503 when the store cannot be read.
 
 use strict;
 use warnings;
@@ -24,11 +25,13 @@ sub conf {
         providers => [{ name => 'oai', type => 'openai', key => 'sk-prov', models => 'gpt-4o-mini,free-m,idle-m', default => 1 },
                       { name => 'many', type => 'openai', key => 'sk-many', models => join(',', map { "m$_" } 1 .. 460) }],
         http => ($store // '') . "llm_gateway_mcp_server tools location=/_t/tools groups=;\n"
+              # A tool server reached through the provider's own location (the mock answers any path).
+              . "llm_gateway_mcp_server relay location=/_llm/oai;\n"
               . "llm_gateway_user root key=$ADMIN admin;\n"
               . "llm_gateway_user alice key=$KEY group=eng;\n"
               . "llm_gateway_price oai/gpt-4o-mini input=0.15 output=0.6;\n"
               . "llm_gateway_price oai/free-m free;\n",
-        server => "location /admin { llm_gateway_admin; }",
+        server => "location /admin { llm_gateway_admin; }\n    location /mcp/ { llm_gateway_target_proxy mcp; }",
     );
 }
 
@@ -119,10 +122,22 @@ for my $store_kind (qw(shm redis)) {
         is(Gw::http(GET => $ng->url('/admin/api/usage/history?scope=total&metric=req'))->{status}, 401, 'no key: 401');
         my $t = Gw::http(GET => $ng->url('/admin/api/targets'), headers => GwConf::bearer($ADMIN));
         is($t->{status}, 200, 'targets: 200');
-        is_deeply($t->{json}, { targets => [{ kind => 'mcp', name => 'tools', url => '/_t/tools', location => '/_t/tools',
-                                              federated => JSON::PP::true, access => [],
-                                              requests => { min => 0, hour => 0, day => 0, month => 0 } }] },
+        my ($tools) = grep { $_->{name} eq 'tools' } @{ $t->{json}{targets} // [] };
+        is_deeply($tools, { kind => 'mcp', name => 'tools', url => '/_t/tools', location => '/_t/tools',
+                            federated => JSON::PP::true, access => [],
+                            requests => { min => 0, hour => 0, day => 0, month => 0 } },
                   'targets: the tool server, no request yet');
+    };
+
+    subtest "$store_kind: a tool server's requests counted in this store" => sub {
+        is(Gw::http(GET => $ng->url('/mcp/relay/models'), headers => GwConf::bearer($KEY))->{status}, 200,
+           'a proxied request');
+        my $t = Gw::http(GET => $ng->url('/admin/api/targets'), headers => GwConf::bearer($ADMIN));
+        my ($relay) = grep { $_->{name} eq 'relay' } @{ $t->{json}{targets} // [] };
+        is_deeply($relay->{requests}, { min => 1, hour => 1, day => 1, month => 1 }, 'the targets view counts it');
+        if ($rd) {
+            is($rd->get_num(GwRedis::key('mcp', 'relay', 'req', 'day', time)), 1, 'in Redis: llmgw:mcp:relay:req:day:<bucket>');
+        }
     };
 
     subtest "$store_kind: series and totals" => sub {
