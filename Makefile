@@ -101,7 +101,7 @@ FUZZ_TARGETS := multipart mcp request
 FUZZ_SRCS_multipart := src/core/http/multipart.cpp
 FUZZ_SRCS_mcp := src/core/mcp/jsonrpc.cpp src/core/mcp/tool_merge.cpp src/core/mcp/session_token.cpp \
   src/core/targets/agent_card.cpp src/core/codec/sse.cpp src/core/json/writer.cpp src/core/json/envelope.cpp \
-  src/core/json/numbers.cpp \
+  src/core/json/text_checks.cpp \
   src/core/config/digest.cpp
 FUZZ_SRCS_request = $(filter src/core/codec/% src/core/json/% src/core/config/% src/core/metering/% \
   src/core/log/% src/core/http/%,$(CORE_SRCS))

@@ -1,7 +1,7 @@
 // libFuzzer target: the chat request parser (RequestDoc::parse, RapidJSON
 // with full precision) on a caller's body around arbitrary bytes: the value
 // of "temperature", so numbers are what it varies most. It found RapidJSON
-// 1.1 reading past its power-of-ten table (core/json/numbers.h).
+// 1.1 reading past its power-of-ten table (core/json/text_checks.h).
 #include <cstdint>
 #include <string>
 

@@ -2,57 +2,24 @@
 #include "core/json/scratch.h"
 
 #include <cmath>
-#include <cstring>
 #include <vector>
 
 #include "core/json/envelope.h"
-#include "core/json/numbers.h"
+#include "core/json/text_checks.h"
 
 namespace llmgw {
 namespace gemini {
 
 namespace rj = rapidjson;
 
-namespace {
-
-// True when no container in s nests deeper than max (strings skipped).
-// Exact for valid JSON; for invalid JSON it bounds what the parser reaches.
-bool depth_at_most(std::string_view s, int max) {
-    const char* p = s.data();
-    const char* end = p + s.size();
-    int depth = 0;
-    while (p < end) {
-        const char c = *p++;
-        if (c == '"') {
-            for (;;) {
-                const char* q = static_cast<const char*>(std::memchr(p, '"', static_cast<std::size_t>(end - p)));
-                if (q == nullptr) return true;  // unterminated: the parser fails
-                const char* b = q;
-                while (b > p && b[-1] == '\\') --b;
-                p = q + 1;
-                if (((q - b) & 1) == 0) break;
-            }
-        } else if (c == '{' || c == '[') {
-            if (++depth > max) return false;
-        } else if (c == '}' || c == ']') {
-            --depth;
-        }
-    }
-    return true;
-}
-
-}  // namespace
-
 const rj::Document* parse_json_scratch(std::string_view s) {
-    if (!depth_at_most(s, kMaxDepth) || !json_numbers_representable(s)) return nullptr;
+    if (!json_text_depth_at_most(s, kMaxDepth)) return nullptr;
     const rj::Document& d = json_scratch().parse(s, true);
     return d.HasParseError() ? nullptr : &d;
 }
 
 bool parse_json(std::string_view s, rj::Document& doc) {
-    if (!depth_at_most(s, kMaxDepth) || !json_numbers_representable(s)) return false;
-    doc.Parse<rj::kParseIterativeFlag | rj::kParseFullPrecisionFlag>(s.data(), s.size());
-    return !doc.HasParseError();
+    return json_text_depth_at_most(s, kMaxDepth) && parse_full_precision(doc, s);
 }
 
 std::int64_t count_of(const rj::Value& v) {

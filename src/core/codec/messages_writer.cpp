@@ -11,7 +11,7 @@
 #include "core/codec/json_copy.h"
 #include "core/codec/messages_wire.h"
 #include "core/codec/openai.h"
-#include "core/json/numbers.h"
+#include "core/json/text_checks.h"
 #include "core/json/writer.h"
 
 namespace llmgw {
@@ -88,12 +88,7 @@ void write_stop(JsonWriter& w, FinishReason f, std::string_view seq) {
 // object (or nest deeper than 256).
 void write_input(JsonWriter& w, std::string_view args) {
     rapidjson::Document d;
-    if (!json_numbers_representable(args)) {   // numbers.h
-        w.begin_object().end_object();
-        return;
-    }
-    d.Parse<rapidjson::kParseIterativeFlag | rapidjson::kParseFullPrecisionFlag>(args.data(), args.size());
-    if (!d.HasParseError() && d.IsObject() && json_depth_at_most(d, kMaxDepth)) json_copy(w, d);
+    if (parse_full_precision(d, args) && d.IsObject() && json_depth_at_most(d, kMaxDepth)) json_copy(w, d);
     else w.begin_object().end_object();
 }
 

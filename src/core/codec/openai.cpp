@@ -1,7 +1,7 @@
 #include "core/codec/openai.h"
 #include "core/codec/chat_ir.h"
 #include "core/codec/json_counts.h"
-#include "core/json/numbers.h"
+#include "core/json/text_checks.h"
 
 #include <cstdint>
 #include <cstring>
@@ -27,35 +27,8 @@ namespace {
 // body of a million '['s. Real requests (JSON schemas included) nest far less.
 constexpr int kMaxRequestDepth = 256;
 
-// Full precision: numbers are re-serialized upstream and must keep their value.
-constexpr unsigned kRequestParseFlags = rj::kParseDefaultFlags | rj::kParseFullPrecisionFlag;
-
-// True when no container in s nests deeper than max (strings skipped with
-// memchr, so long base64 strings cost little). Exact for valid JSON; for
-// invalid JSON it bounds what the parser can reach before its first error.
-bool depth_at_most(std::string_view s, int max) {
-    const char* p = s.data();
-    const char* end = p + s.size();
-    int depth = 0;
-    while (p < end) {
-        const char c = *p++;
-        if (c == '"') {
-            for (;;) {
-                const char* q = static_cast<const char*>(std::memchr(p, '"', static_cast<std::size_t>(end - p)));
-                if (q == nullptr) return true;  // unterminated: the parser fails
-                const char* b = q;
-                while (b > p && b[-1] == '\\') --b;
-                p = q + 1;
-                if (((q - b) & 1) == 0) break;  // not escaped: end of string
-            }
-        } else if (c == '{' || c == '[') {
-            if (++depth > max) return false;
-        } else if (c == '}' || c == ']') {
-            --depth;
-        }
-    }
-    return true;
-}
+// Full precision (parse_full_precision): numbers are re-serialized upstream
+// and must keep their value.
 
 std::size_t count_members(const rj::Value& obj, const char* name) {
     const std::size_t len = std::strlen(name);
@@ -319,18 +292,16 @@ std::size_t secret_token_end(std::string_view t, std::size_t i) {
 
 std::unique_ptr<RequestDoc> RequestDoc::parse(std::string_view body, std::string& err) {
     try {
-        if (!depth_at_most(body, kMaxRequestDepth)) {
+        if (!json_text_depth_at_most(body, kMaxRequestDepth)) {
             err = "request body is nested too deeply";
             return nullptr;
         }
-        if (!json_numbers_representable(body)) {   // RapidJSON's full-precision path misreads them (numbers.h)
-            err = "request body has a number out of the range of a double (a non-zero below 1e-326 or above 1e310, or a zero written beyond 1e-22 or 1e22)";
-            return nullptr;
-        }
         auto r = std::make_unique<RequestDocImpl>();
-        r->doc.Parse<kRequestParseFlags>(body.data(), body.size());
-        if (r->doc.HasParseError()) {
-            err = "request body is not valid JSON";
+        if (!parse_full_precision<rj::kParseDefaultFlags>(r->doc, body)) {
+            err = json_numbers_representable(body)
+                      ? "request body is not valid JSON"
+                      : "request body has a number out of the range of a double (a non-zero below 1e-326 or above "
+                        "1e310, or a zero written beyond 1e-22 or 1e22)";
             return nullptr;
         }
         if (const char* e = check_request(r->doc, r->inf)) {

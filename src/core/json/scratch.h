@@ -16,9 +16,9 @@ public:
     JsonScratch(const JsonScratch&) = delete;
     JsonScratch& operator=(const JsonScratch&) = delete;
 
-    // Parses s (iteratively; numbers at full precision when asked) into the
-    // scratch document; check HasParseError().
-    // full_precision: the caller has checked json_numbers_representable (numbers.h).
+    // Parses s (iteratively; numbers at full precision when asked, through
+    // parse_full_precision: text_checks.h) into the scratch document; check
+    // HasParseError().
     const rapidjson::Document& parse(std::string_view s, bool full_precision = false);
 
 private:

@@ -10,6 +10,7 @@
 
 #include "core/codec/codec_impl.h"
 #include "core/codec/sse.h"
+#include "core/json/text_checks.h"
 #include "core/json/writer.h"
 
 namespace llmgw {
@@ -23,27 +24,6 @@ constexpr unsigned kParseFlags =
     rapidjson::kParseValidateEncodingFlag | rapidjson::kParseIterativeFlag;
 // Documents are written back (to_json recurses): deeper ones are refused.
 constexpr int kMaxDepth = 64;
-
-// Whether no array or object of the text nests deeper than kMaxDepth
-// (strings skipped; the text is not otherwise checked).
-bool depth_ok(std::string_view text) {
-    int depth = 0;
-    bool in_string = false;
-    for (std::size_t i = 0; i < text.size(); ++i) {
-        const char c = text[i];
-        if (in_string) {
-            if (c == '\\') ++i;
-            else if (c == '"') in_string = false;
-        } else if (c == '"') {
-            in_string = true;
-        } else if (c == '[' || c == '{') {
-            if (++depth > kMaxDepth) return false;
-        } else if (c == ']' || c == '}') {
-            --depth;
-        }
-    }
-    return true;
-}
 constexpr std::size_t kMaxIdBytes = 256;
 
 std::string to_json(const rapidjson::Value& v) {
@@ -54,7 +34,7 @@ std::string to_json(const rapidjson::Value& v) {
 }
 
 bool parse_doc(std::string_view text, rapidjson::Document& doc) {
-    if (!depth_ok(text)) return false;
+    if (!json_text_depth_at_most(text, kMaxDepth)) return false;
     doc.Parse<kParseFlags>(text.data(), text.size());
     return !doc.HasParseError();
 }
@@ -78,7 +58,7 @@ std::string string_member(const rapidjson::Value& obj, const char* name) {
 RpcMessage parse_rpc(std::string_view body) {
     RpcMessage m;
     rapidjson::Document doc;
-    if (!depth_ok(body)) {
+    if (!json_text_depth_at_most(body, kMaxDepth)) {
         m.error_code = kRpcInvalidRequest;
         m.error = "Invalid Request: the message nests deeper than 64 levels";
         return m;

@@ -1,6 +1,8 @@
 // Agent card URLs rewritten to the gateway's own path.
 #include "core/targets/agent_card.h"
 
+#include "core/json/text_checks.h"
+
 #include <rapidjson/document.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
@@ -60,29 +62,13 @@ bool rewrite_agent_card(std::string_view card, std::string_view target_path, std
         return false;
     }
     rj::Document doc;
-    doc.Parse<rj::kParseValidateEncodingFlag | rj::kParseIterativeFlag>(card.data(),
-                                                                                                      card.size());
+    doc.Parse<rj::kParseValidateEncodingFlag | rj::kParseIterativeFlag>(card.data(), card.size());
     if (doc.HasParseError() || !doc.IsObject()) {
         err = "the agent card is not a JSON object";
         return false;
     }
     // Written back below: a card nesting deeper than an agent card ever does is refused.
-    int depth = 0, max_depth = 0;
-    bool in_string = false;
-    for (std::size_t i = 0; i < card.size(); ++i) {
-        char c = card[i];
-        if (in_string) {
-            if (c == '\\') ++i;
-            else if (c == '"') in_string = false;
-        } else if (c == '"') {
-            in_string = true;
-        } else if (c == '{' || c == '[') {
-            max_depth = ++depth > max_depth ? depth : max_depth;
-        } else if (c == '}' || c == ']') {
-            --depth;
-        }
-    }
-    if (max_depth > 64) {
+    if (!json_text_depth_at_most(card, 64)) {
         err = "the agent card nests deeper than 64 levels";
         return false;
     }

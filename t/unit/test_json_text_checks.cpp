@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "core/codec/openai.h"
-#include "core/json/numbers.h"
+#include "core/json/text_checks.h"
 
 using namespace llmgw;
 
@@ -28,4 +28,12 @@ TEST(JsonNumbers, TinyNumbersRefused) {
     std::string err;
     EXPECT_EQ(RequestDoc::parse(R"({"model":"m","messages":[],"temperature":0.1234567890123456789012345e-330})", err), nullptr);
     EXPECT_EQ(err, "request body has a number out of the range of a double (a non-zero below 1e-326 or above 1e310, or a zero written beyond 1e-22 or 1e22)");
+}
+
+TEST(JsonTextDepth, StringsSkippedEscapesCounted) {
+    EXPECT_TRUE(json_text_depth_at_most(R"({"a":[[1]]})", 3));
+    EXPECT_FALSE(json_text_depth_at_most(R"({"a":[[1]]})", 2));
+    EXPECT_TRUE(json_text_depth_at_most(R"(["[[[[", "\"[[[["])", 1));   // brackets in strings, an escaped quote
+    EXPECT_FALSE(json_text_depth_at_most(R"(["\\", [[1]]])", 2));       // an escaped backslash ends the string
+    EXPECT_TRUE(json_text_depth_at_most(R"(["unterminated [[[)", 1));   // the rest is a string the parser fails
 }

@@ -1,5 +1,7 @@
-// The number guard (see numbers.h).
-#include "core/json/numbers.h"
+// Checks of JSON text before it is parsed (see text_checks.h).
+#include "core/json/text_checks.h"
+
+#include <cstring>
 
 namespace llmgw {
 namespace {
@@ -7,6 +9,30 @@ namespace {
 bool digit(char c) { return c >= '0' && c <= '9'; }
 
 }  // namespace
+
+bool json_text_depth_at_most(std::string_view s, int max) {
+    const char* p = s.data();
+    const char* end = p + s.size();
+    int depth = 0;
+    while (p < end) {
+        const char c = *p++;
+        if (c == '"') {
+            for (;;) {
+                const char* q = static_cast<const char*>(std::memchr(p, '"', static_cast<std::size_t>(end - p)));
+                if (q == nullptr) return true;  // unterminated: the parser fails
+                const char* b = q;
+                while (b > p && b[-1] == '\\') --b;
+                p = q + 1;
+                if (((q - b) & 1) == 0) break;  // not escaped: end of string
+            }
+        } else if (c == '{' || c == '[') {
+            if (++depth > max) return false;
+        } else if (c == '}' || c == ']') {
+            --depth;
+        }
+    }
+    return true;
+}
 
 bool json_numbers_representable(std::string_view s) {
     // A non-zero literal is refused below 1e-326 (zero as a double) and above
