@@ -40,6 +40,15 @@ char* guarded_setter(ngx_conf_t* cf, char* (*fn)(ngx_conf_t*, Conf*), Conf* conf
 }
 
 
+// A time ("250ms", "2s", "10m"); false (out untouched) when it is not one.
+inline bool conf_time(std::string_view v, ngx_msec_t& out) {
+    ngx_str_t s{v.size(), reinterpret_cast<u_char*>(const_cast<char*>(v.data()))};
+    ngx_int_t ms = ngx_parse_time(&s, 0);
+    if (ms == NGX_ERROR) return false;
+    out = static_cast<ngx_msec_t>(ms);
+    return true;
+}
+
 // "name=value" -> (name, value); a bare word -> (word, "") with has_eq false.
 struct Param {
     std::string_view name, value;

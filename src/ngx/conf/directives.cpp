@@ -67,9 +67,8 @@ char* provider(ngx_conf_t* cf, GatewayState* st) {
         } else if (prm.name == "default" && !prm.has_eq) {
             p.is_default = true;
         } else if (prm.name == "discover" && prm.has_eq) {
-            ngx_str_t v{prm.value.size(), reinterpret_cast<u_char*>(const_cast<char*>(prm.value.data()))};
-            ngx_int_t ms = ngx_parse_time(&v, 0);
-            if (ms == NGX_ERROR || ms < 10000) {
+            ngx_msec_t ms = 0;
+            if (!conf_time(prm.value, ms) || ms < 10000) {
                 return conf_error(cf, "discover= of llm_gateway_provider \"" + p.name +
                                           "\" must be a time of at least 10s (e.g. discover=10m)");
             }
@@ -246,9 +245,8 @@ char* users_file(ngx_conf_t* cf, MainConf* mcf) {
     for (ngx_uint_t i = 2; i < cf->args->nelts; ++i) {
         Param prm = split_param(arg(cf, i));
         if (prm.name == "interval" && prm.has_eq) {
-            ngx_str_t v = pstr(cf->pool, prm.value);
-            ngx_msec_t ms = ngx_parse_time(&v, 0);
-            if (ms == static_cast<ngx_msec_t>(NGX_ERROR) || ms == 0) {
+            ngx_msec_t ms = 0;
+            if (!conf_time(prm.value, ms) || ms == 0) {
                 return conf_error(cf, "invalid interval \"" + std::string(prm.value) + "\" of llm_gateway_users_file");
             }
             mcf->users_file_interval = ms;

@@ -5,19 +5,10 @@
 namespace llmgw {
 namespace {
 
-// A time ("250ms", "2s"); false when it is not one.
-bool parse_ms(std::string_view v, ngx_msec_t& out) {
-    ngx_str_t s{v.size(), reinterpret_cast<u_char*>(const_cast<char*>(v.data()))};
-    ngx_int_t ms = ngx_parse_time(&s, 0);
-    if (ms == NGX_ERROR) return false;
-    out = static_cast<ngx_msec_t>(ms);
-    return true;
-}
-
 char* retry_backoff(ngx_conf_t* cf, MainConf* mcf) {
     if (mcf->backoff_base != NGX_CONF_UNSET_MSEC) return const_cast<char*>("is duplicate");
     ngx_msec_t base = 0, max = 0;
-    if (!parse_ms(conf_arg(cf, 1), base) || !parse_ms(conf_arg(cf, 2), max)) {
+    if (!conf_time(conf_arg(cf, 1), base) || !conf_time(conf_arg(cf, 2), max)) {
         return conf_error(cf, "llm_gateway_retry_backoff takes two times, the base and the maximum (e.g. 250ms 2s)");
     }
     if (base < 1 || max < base || max > 60000) {
@@ -44,7 +35,7 @@ char* breaker(ngx_conf_t* cf, MainConf* mcf) {
             if (n < 1 || n > 1000) return conf_error(cf, "llm_gateway_breaker failures= must be a number from 1 to 1000");
             failures = n;
         } else if (a.rfind("open=", 0) == 0) {
-            if (!parse_ms(a.substr(5), open) || open < 1000 || open > 3600000) {
+            if (!conf_time(a.substr(5), open) || open < 1000 || open > 3600000) {
                 return conf_error(cf, "llm_gateway_breaker open= must be a time from 1s to 1h");
             }
         } else {

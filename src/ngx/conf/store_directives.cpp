@@ -65,9 +65,8 @@ char* store(ngx_conf_t* cf, MainConf* mcf) {
         } else if (a == "fail_open=on" || a == "fail_open=off") {
             st->fail_open = a == "fail_open=on";
         } else if (a.rfind("timeout=", 0) == 0) {
-            ngx_str_t v = pstr(cf->pool, a.substr(8));
-            ngx_msec_t ms = ngx_parse_time(&v, 0);
-            if (ms == static_cast<ngx_msec_t>(NGX_ERROR) || ms == 0) {
+            ngx_msec_t ms = 0;
+            if (!conf_time(a.substr(8), ms) || ms == 0) {
                 return conf_error(cf, "llm_gateway_store: invalid timeout \"" + std::string(a.substr(8)) + "\"");
             }
             st->redis.timeout = ms;

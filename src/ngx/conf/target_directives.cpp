@@ -13,14 +13,6 @@ char* set_mode(ngx_conf_t* cf, void* conf, LocMode mode);   // directives.cpp
 
 namespace {
 
-bool parse_time(std::string_view v, ngx_msec_t& out) {
-    ngx_str_t s{v.size(), reinterpret_cast<u_char*>(const_cast<char*>(v.data()))};
-    ngx_int_t ms = ngx_parse_time(&s, 0);
-    if (ms == NGX_ERROR) return false;
-    out = static_cast<ngx_msec_t>(ms);
-    return true;
-}
-
 char* target(ngx_conf_t* cf, GatewayState* st, TargetKind kind) {
     const char* directive = kind == TargetKind::Mcp ? "llm_gateway_mcp_server" : "llm_gateway_agent";
     TargetConf t;
@@ -61,7 +53,7 @@ char* mcp_endpoint(ngx_conf_t* cf, LocConf* lcf) {
                            : prm.name == "session_ttl"  ? &ep->session_ttl
                                                         : nullptr;
         if (time != nullptr && prm.has_eq) {
-            if (!parse_time(prm.value, *time) || *time < 100 || *time > 86400000u * 30) {
+            if (!conf_time(prm.value, *time) || *time < 100 || *time > 86400000u * 30) {
                 return conf_error(cf, std::string(prm.name) + "= of llm_gateway_mcp must be a time from 100ms to 30d");
             }
         } else if (prm.name == "session_key" && prm.has_eq) {
