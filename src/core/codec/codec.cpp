@@ -123,6 +123,14 @@ void sniff_usage_fields(std::string_view json, std::int64_t& prompt, std::int64_
     if (model != nullptr && !h.model.empty()) *model = std::move(h.model);
 }
 
+void caller_request_as_sent(const CallerRequest& in, std::string_view query, UpstreamRequest& out) {
+    out.method.assign(in.method);
+    out.path.assign(in.path);
+    if (!query.empty()) out.path.append("?").append(query);
+    if (!in.content_type.empty()) out.headers.emplace_back("Content-Type", std::string(in.content_type));
+    out.caller_body = true;
+}
+
 bool is_json_document(std::string_view s) {
     NullScan h;
     return parse_with(s, h);

@@ -22,6 +22,10 @@ std::unique_ptr<Codec> make_anthropic_native_codec(const CodecOptions& opt);
 // /v1/embeddings to a Gemini provider (embedContent / batchEmbedContents).
 std::unique_ptr<Codec> make_gemini_embed_codec(const CodecOptions& opt);
 
+// The caller's request as it came (passthrough, relay): method, path, the
+// query given, Content-Type, and the caller's body unchanged.
+void caller_request_as_sent(const CallerRequest& in, std::string_view query, UpstreamRequest& out);
+
 // The headers that carry a provider's key, in its type's own form
 // (Authorization: Bearer, x-api-key + anthropic-version, x-goog-api-key).
 void add_provider_auth(ProviderType type, std::string_view key, UpstreamRequest& out);

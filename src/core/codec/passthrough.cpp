@@ -37,13 +37,8 @@ public:
     CodecKind kind() const override { return CodecKind::Passthrough; }
 
     bool build_request(const CallerRequest& in, UpstreamRequest& out, std::string&) const override {
-        out.method.assign(in.method);
-        out.path.assign(in.path);
-        std::string query = strip_key_param(in.query);
-        if (!query.empty()) out.path += "?" + query;
-        if (!in.content_type.empty()) out.headers.emplace_back("Content-Type", std::string(in.content_type));
+        caller_request_as_sent(in, strip_key_param(in.query), out);
         add_provider_auth(opt_.provider, in.provider_key, out);
-        out.caller_body = true;
         return true;
     }
 

@@ -16,13 +16,9 @@ public:
     CodecKind kind() const override { return CodecKind::Relay; }
 
     bool build_request(const CallerRequest& in, UpstreamRequest& out, std::string&) const override {
-        out.method.assign(in.method);
-        out.path.assign(in.path);
-        if (!in.query.empty()) out.path += "?" + std::string(in.query);
-        if (!in.content_type.empty()) out.headers.emplace_back("Content-Type", std::string(in.content_type));
+        caller_request_as_sent(in, in.query, out);
         for (const auto& h : in.headers) out.headers.push_back(h);
         out.bare_headers = in.own_request;
-        out.caller_body = true;
         return true;
     }
 
