@@ -159,16 +159,6 @@ ngx_chain_t* body_chain(ngx_pool_t* pool, const CallerRequest& in, const Upstrea
     return head;
 }
 
-std::string find_header(ngx_http_request_t* sr, std::string_view name) {
-    std::string value;
-    for_each_header(sr->headers_out.headers, [&](const ngx_table_elt_t& h) {
-        if (h.hash == 0 || !header_name_is(h.key, name)) return true;
-        value.assign(sv(h.value));
-        return false;
-    });
-    return value;
-}
-
 }  // namespace
 
 Call::Call(RequestCtx* r, const ProviderConf* p, std::unique_ptr<Codec> c, unsigned n, Mode m)
@@ -247,7 +237,7 @@ ngx_int_t Call::on_header(ngx_http_request_t* s) {
     if (no_status_line) status = 0;
     answered_ = true;
     upstream_status = status;
-    if (status >= 300) retry_after = find_header(s, "retry-after");
+    if (status >= 300) retry_after = header_value(s->headers_out.headers, "retry-after");
     BodyMode m = codec->head(no_status_line ? -1 : static_cast<int>(status), sv(s->headers_out.content_type));
     if (m == BodyMode::Invalid) {
         // Not a final answer (1xx, no status line, a status out of range):
@@ -304,7 +294,7 @@ ngx_int_t Call::on_body(ngx_http_request_t* s, ngx_chain_t* in) {
 }
 
 std::string Call::response_header(std::string_view name) const {
-    return answered_ && sr != nullptr ? find_header(sr, name) : std::string();
+    return answered_ && sr != nullptr ? header_value(sr->headers_out.headers, name) : std::string();
 }
 
 std::string_view Call::response_type() const {

@@ -1,5 +1,6 @@
 // Small helpers over nginx header lists.
 #pragma once
+#include <string>
 #include <string_view>
 
 #include "ngx/ngx_incl.h"
@@ -26,6 +27,18 @@ void for_each_header(ngx_list_t& list, F f) {
             if (!f(h[i])) return;
         }
     }
+}
+
+// The value of the first header called name in the list ("" when none; a
+// header whose hash is 0 is one a module removed).
+inline std::string header_value(ngx_list_t& list, std::string_view name) {
+    std::string value;
+    for_each_header(list, [&](const ngx_table_elt_t& h) {
+        if (h.hash == 0 || !header_name_is(h.key, name)) return true;
+        value.assign(reinterpret_cast<const char*>(h.value.data), h.value.len);
+        return false;
+    });
+    return value;
 }
 
 }  // namespace llmgw

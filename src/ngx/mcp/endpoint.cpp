@@ -19,16 +19,6 @@ ngx_int_t send_rpc(ngx_http_request_t* r, ngx_uint_t status, const std::string& 
     return send_body(r, status, "application/json", body);
 }
 
-std::string header_value(ngx_http_request_t* r, std::string_view name) {
-    std::string out;
-    for_each_header(r->headers_in.headers, [&](const ngx_table_elt_t& h) {
-        if (!header_name_is(h.key, name)) return true;
-        out.assign(sv(h.value));
-        return false;
-    });
-    return out;
-}
-
 std::string server_info() {
     JsonWriter w;
     w.begin_object().field("name", "llm-gateway").field("version", "1.0.0").end_object();
@@ -57,7 +47,7 @@ ngx_int_t initialize(ngx_http_request_t* r, RequestCtx* ctx, const McpEndpoint& 
 // gateway issued to this user and still honours. A client told 404 (the
 // SDKs' "session not found") initializes again.
 bool session_valid(ngx_http_request_t* r, RequestCtx* ctx, const McpEndpoint& ep) {
-    std::string id = header_value(r, "mcp-session-id");
+    std::string id = header_value(r->headers_in.headers, "mcp-session-id");
     if (id.empty()) return true;
     McpSession s;
     const std::int64_t now = ngx_time();
@@ -278,7 +268,7 @@ ngx_int_t mcp_handler(ngx_http_request_t* r, RequestCtx* ctx) {
         if (!session_valid(r, ctx, ep)) {
             return send_rpc(r, NGX_HTTP_NOT_FOUND, rpc_error(m.id, kRpcSessionNotFound, "Session not found"));
         }
-        std::string version = header_value(r, "mcp-protocol-version");
+        std::string version = header_value(r->headers_in.headers, "mcp-protocol-version");
         if (!version.empty() && !known_protocol(version)) {
             return send_rpc(r, NGX_HTTP_BAD_REQUEST,
                             rpc_error(m.id, kRpcInvalidRequest, "Unsupported protocol version: " + log_value(version)));
