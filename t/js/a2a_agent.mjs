@@ -70,13 +70,14 @@ import { Role, TaskState } from '@a2a-js/sdk';
 import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore } from '@a2a-js/sdk/server';
 import { UserBuilder, agentCardHandler, jsonRpcHandler } from '@a2a-js/sdk/server/express';
 
+import { sendJson, serve } from './mock_server.mjs';
+
 // stdout carries only our JSON line: anything the SDKs log goes to stderr.
 console.log = console.info = console.debug = (...a) => console.error(...a);
 
 const NAME = process.env.A2A_NAME || 'echo-agent';
 const CARD_MODE = process.env.A2A_CARD || 'v03';
 const FAULT = process.env.A2A_FAULT || '';
-const MAX_LIFETIME_S = Number(process.env.MOCK_MAX_LIFETIME_S ?? 1800);
 const CARD_PATH = '/.well-known/agent-card.json';
 const RPC_PATH = '/a2a/jsonrpc';
 
@@ -91,16 +92,9 @@ if (!['', '500', 'hang'].includes(FAULT)) {
 
 let requests = [];
 let reqSeq = 0;
-const sockets = new Set();
 let app = null; // the express app, built once the port is known
 
 // ---------------------------------------------------------------- helpers
-
-function sendJson(res, status, obj, headers = {}) {
-  const body = Buffer.from(JSON.stringify(obj));
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': body.length, ...headers });
-  res.end(body);
-}
 
 function rpcMethodOf(json) {
   const m = Array.isArray(json) ? json[0] : json;
@@ -297,37 +291,4 @@ const httpServer = http.createServer((req, res) => {
   });
 });
 
-httpServer.keepAliveTimeout = Number(process.env.MOCK_KEEPALIVE_MS ?? 60000);
-httpServer.headersTimeout = httpServer.keepAliveTimeout + 1000;
-httpServer.requestTimeout = 0;
-
-httpServer.on('connection', (sock) => {
-  sockets.add(sock);
-  sock.on('close', () => sockets.delete(sock));
-});
-
-function shutdown(code = 0) {
-  for (const s of sockets) s.destroy();
-  httpServer.close();
-  process.exit(code);
-}
-
-httpServer.listen(Number(process.env.MOCK_PORT ?? 0), '127.0.0.1', () => {
-  const port = httpServer.address().port;
-  app = buildApp(port);
-  process.stdout.write(JSON.stringify({ port }) + '\n');
-});
-
-process.on('SIGTERM', () => shutdown(0));
-process.on('SIGINT', () => shutdown(0));
-if (process.env.MOCK_IGNORE_STDIN !== '1') {
-  process.stdin.on('end', () => shutdown(0));
-  process.stdin.on('error', () => shutdown(0));
-  process.stdin.resume();
-}
-const parent = process.ppid;
-setInterval(() => { if (process.ppid !== parent) shutdown(0); }, 1000).unref();
-setTimeout(() => {
-  process.stderr.write(`a2a_agent: max lifetime ${MAX_LIFETIME_S}s reached, exiting\n`);
-  shutdown(1);
-}, MAX_LIFETIME_S * 1000).unref();
+serve(httpServer, 'a2a_agent', (port) => { app = buildApp(port); });

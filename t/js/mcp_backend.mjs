@@ -67,6 +67,8 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 
+import { sendJson, serve } from './mock_server.mjs';
+
 // stdout carries only our JSON line: anything the SDKs log goes to stderr.
 console.log = console.info = console.debug = (...a) => console.error(...a);
 
@@ -76,7 +78,6 @@ const JSON_REPLIES = process.env.MCP_JSON === '1';
 const TOOLS = (process.env.MCP_TOOLS || 'echo').split(',').map((s) => s.trim()).filter(Boolean);
 const MCP_PATH = process.env.MCP_PATH || '/mcp';
 const FAULT = process.env.MCP_FAULT || '';
-const MAX_LIFETIME_S = Number(process.env.MOCK_MAX_LIFETIME_S ?? 1800);
 
 if (MODE !== 'stateless' && MODE !== 'session') {
   process.stderr.write(`mcp_backend: MCP_MODE must be "stateless" or "session", not "${MODE}"\n`);
@@ -91,15 +92,8 @@ let requests = [];          // recorded non-control requests
 let reqSeq = 0;
 let failOnceDone = false;   // MCP_FAULT=fail-once: the 503 was given
 const sessions = new Map(); // session mode: id -> {transport, server}
-const sockets = new Set();
 
 // ---------------------------------------------------------------- helpers
-
-function sendJson(res, status, obj, headers = {}) {
-  const body = Buffer.from(JSON.stringify(obj));
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': body.length, ...headers });
-  res.end(body);
-}
 
 // The SDK transport's error body (createJsonErrorResponse).
 const rpcError = (code, message) => ({ jsonrpc: '2.0', error: { code, message }, id: null });
@@ -279,35 +273,4 @@ const httpServer = http.createServer((req, res) => {
   });
 });
 
-httpServer.keepAliveTimeout = Number(process.env.MOCK_KEEPALIVE_MS ?? 60000);
-httpServer.headersTimeout = httpServer.keepAliveTimeout + 1000;
-httpServer.requestTimeout = 0;
-
-httpServer.on('connection', (sock) => {
-  sockets.add(sock);
-  sock.on('close', () => sockets.delete(sock));
-});
-
-function shutdown(code = 0) {
-  for (const s of sockets) s.destroy();
-  httpServer.close();
-  process.exit(code);
-}
-
-httpServer.listen(Number(process.env.MOCK_PORT ?? 0), '127.0.0.1', () => {
-  process.stdout.write(JSON.stringify({ port: httpServer.address().port }) + '\n');
-});
-
-process.on('SIGTERM', () => shutdown(0));
-process.on('SIGINT', () => shutdown(0));
-if (process.env.MOCK_IGNORE_STDIN !== '1') {
-  process.stdin.on('end', () => shutdown(0));
-  process.stdin.on('error', () => shutdown(0));
-  process.stdin.resume();
-}
-const parent = process.ppid;
-setInterval(() => { if (process.ppid !== parent) shutdown(0); }, 1000).unref();
-setTimeout(() => {
-  process.stderr.write(`mcp_backend: max lifetime ${MAX_LIFETIME_S}s reached, exiting\n`);
-  shutdown(1);
-}, MAX_LIFETIME_S * 1000).unref();
+serve(httpServer, 'mcp_backend');
