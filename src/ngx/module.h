@@ -196,8 +196,9 @@ ngx_int_t finish_admission(ngx_http_request_t* r, RequestCtx* ctx);
 void account_request(ngx_log_t* log, MainConf* mcf, RequestCtx* ctx, bool cancelled = false);
 // Provider attempt/failure counters of one call, once (calls that did not answer the client).
 void account_call(ngx_log_t* log, MainConf* mcf, RequestCtx* ctx, Call& call);
-// One request of a tool server or agent (its scope: kind mcp or agent).
-void account_target(MainConf* mcf, const TargetConf& t);
+// One request of each tool server or agent listed (their scopes: kind mcp
+// or agent), in one store operation.
+void account_targets(MainConf* mcf, const std::vector<const TargetConf*>& targets);
 
 // admin.cpp: the admin routes' handlers
 ngx_int_t admin_shell(ngx_http_request_t* r, RequestCtx* ctx);

@@ -245,13 +245,15 @@ void account_request(ngx_log_t* log, MainConf* mcf, RequestCtx* ctx, bool cancel
     touch_last_seen(store, scopes, now);
 }
 
-void account_target(MainConf* mcf, const TargetConf& t) {
+void account_targets(MainConf* mcf, const std::vector<const TargetConf*>& targets) {
     CounterStore* store = counter_store(mcf);
-    if (store == nullptr) return;
-    std::vector<ScopeDelta> deltas(1);
-    deltas[0].kind = target_kind_name(t.kind);
-    deltas[0].id = t.name;
-    deltas[0].delta[kMetricReq] = 1;
+    if (store == nullptr || targets.empty()) return;
+    std::vector<ScopeDelta> deltas(targets.size());
+    for (std::size_t i = 0; i < targets.size(); ++i) {
+        deltas[i].kind = target_kind_name(targets[i]->kind);
+        deltas[i].id = targets[i]->name;
+        deltas[i].delta[kMetricReq] = 1;
+    }
     apply(store, deltas, ngx_time());
 }
 

@@ -133,6 +133,7 @@ bool any_answer(const Federation& f, const ListSpec& list) {
 }
 
 void respond(Federation& f, ngx_int_t rc) {
+    count_requests(f);
     ngx_http_request_t* r = f.r;
     r->write_event_handler = ngx_http_request_empty_handler;
     ngx_http_finalize_request(r, rc);

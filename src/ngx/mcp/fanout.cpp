@@ -110,7 +110,7 @@ void settle(BackendOp& op, BackendOp::Outcome outcome) {
     op.step = BackendOp::Step::Done;
     if (op.timer.timer_set) ngx_del_timer(&op.timer);
     Federation& f = *op.fed;
-    account_target(main_conf(f.r), *op.target);
+    f.counted.push_back(op.target);
     if (outcome == BackendOp::Outcome::Failed) {
         ngx_log_error(NGX_LOG_WARN, f.r->connection->log, 0, "llm_gateway: MCP server \"%s\" failed in %s: %s",
                       log_value(op.target->name).c_str(), log_value(op.method).c_str(), log_text(op.why).c_str());
@@ -258,6 +258,11 @@ void start_op(Federation& f, std::size_t backend, std::string method, std::strin
     op.timer.log = f.r->connection->log;
     ++f.unsettled;
     if (!send_main(op)) fail(op, "upstream", 502, "upstream connection error", "the call could not be started");
+}
+
+void count_requests(Federation& f) {
+    account_targets(main_conf(f.r), f.counted);
+    f.counted.clear();
 }
 
 void when_settled(Federation& f, void (*done)(Federation& f)) {

@@ -62,6 +62,7 @@ struct Federation {
     std::vector<std::unique_ptr<BackendOp>> ops;
     std::deque<std::string> bodies;     // request bodies (their subrequests view them)
     unsigned unsettled = 0;
+    std::vector<const TargetConf*> counted;   // a request per settled op, written once (count_requests)
     unsigned next_id = 0;
     // Runs on the request once every op has settled.
     void (*on_settled)(Federation& f) = nullptr;
@@ -70,6 +71,10 @@ struct Federation {
 // Starts a backend op (bare call); false when nothing could be started (the
 // op is then settled as failed).
 void start_op(Federation& f, std::size_t backend, std::string method, std::string params);
+
+// The requests of the settled ops, counted under their servers' scopes in
+// one store operation (once the answer is known).
+void count_requests(Federation& f);
 
 // Runs done(f) once every op started so far has settled (now, if they have).
 void when_settled(Federation& f, void (*done)(Federation& f));

@@ -60,7 +60,7 @@ void target_resume(ngx_http_request_t* r) {
         Call& call = *ctx->chosen;
         if (!call.event_recorded) {
             call.event_recorded = true;
-            account_target(main_conf(r), *ctx->target);
+            account_targets(main_conf(r), {ctx->target});
             call_event(*ctx, call);
         }
         r->write_event_handler = ngx_http_request_empty_handler;
