@@ -25,12 +25,16 @@ CORE_HDRS   := $(shell find src/core -name '*.h' -o -name '*.def')
 NGX_SRCS    := $(sort $(shell find src/ngx -name '*.cpp'))
 NGX_HDRS    := $(shell find src/ngx -name '*.h')
 UNIT_SRCS   := $(sort $(wildcard t/unit/*.cpp))
+# The dashboard's files, built into the module (src/core/admin/ui_assets.cpp).
+UI_FILES    := $(sort $(wildcard src/admin-ui/*))
+UI_DEF      := -DLLMGW_UI_DIR='"$(CURDIR)/src/admin-ui"'
+UI_OBJ      := objs/addon/admin/ui_assets.o
 
 # Debian's configure flags for its stock nginx (--with-compat et al.), so the
 # module's signature matches /usr/sbin/nginx.
 CONF_FLAGS_FILE := $(NGINX_SRC)/conf_flags
 
-.PHONY: all module unit test integration run bench bench-mcp deps clean js conformance-deps test-asan fuzz
+.PHONY: all module unit ui-unit test integration run bench bench-mcp deps clean js conformance-deps test-asan fuzz
 
 all: module
 
@@ -49,7 +53,9 @@ $(NGX_BUILD)/Makefile: config $(wildcard $(CONF_FLAGS_FILE)) $(BUILD)/sources.li
 	  $$CONFIGURE "$${NGX_CONF_FLAGS[@]}" --with-cc-opt="$(NGX_CC_OPT)" --with-ld-opt="$(NGX_LD_OPT)" \
 	     --add-dynamic-module=$(CURDIR) > configure.log 2>&1 || { tail -30 configure.log; exit 1; }
 
-$(MODULE): $(NGX_BUILD)/Makefile $(CORE_SRCS) $(CORE_HDRS) $(NGX_SRCS) $(NGX_HDRS)
+$(MODULE): $(NGX_BUILD)/Makefile $(CORE_SRCS) $(CORE_HDRS) $(NGX_SRCS) $(NGX_HDRS) $(UI_FILES)
+	@# nginx's Makefile does not know the files .incbin reads: a changed one rebuilds their object
+	@o=$(NGX_BUILD)/$(UI_OBJ); if [ -f $$o ] && [ -n "$$(find $(UI_FILES) -newer $$o)" ]; then rm -f $$o; fi
 	$(MAKE) -C $(NGX_BUILD) -f objs/Makefile -j$$(nproc) modules
 	@# a new file, not an overwrite: a running nginx keeps its mapping of the old one
 	cp $(NGX_BUILD)/objs/ngx_http_llm_gateway_module.so $@.tmp && mv -f $@.tmp $@
@@ -62,13 +68,19 @@ UNIT_OBJS := $(patsubst %.cpp,$(BUILD)/obj/%.o,$(CORE_SRCS) $(UNIT_SRCS))
 
 $(BUILD)/obj/%.o: %.cpp $(CORE_HDRS)
 	@mkdir -p $(dir $@)
-	$(CXX) $(CXXFLAGS) -Isrc -c -o $@ $<
+	$(CXX) $(CXXFLAGS) $(UI_DEF) -Isrc -c -o $@ $<
+
+$(BUILD)/obj/src/core/admin/ui_assets.o: $(UI_FILES)
 
 $(UNIT_BIN): $(UNIT_OBJS)
 	$(CXX) $(CXXFLAGS) -o $@ $(UNIT_OBJS) -lgtest -lgtest_main -lpthread -lcrypto -lhiredis
 
 unit: $(UNIT_BIN)
 	$(UNIT_BIN)
+
+# The dashboard's formatting, chart-scaling and sorting functions (node's test runner).
+ui-unit:
+	node --test t/ui/
 
 js: t/js/node_modules/.installed
 t/js/node_modules/.installed: t/js/package.json t/js/package-lock.json
@@ -88,6 +100,7 @@ integration: module js conformance-deps
 test: deps
 	$(MAKE) --no-print-directory -j$$(nproc) $(UNIT_BIN)
 	$(MAKE) --no-print-directory unit
+	$(MAKE) --no-print-directory ui-unit
 	$(MAKE) --no-print-directory integration
 
 # The integration suite against a module built with AddressSanitizer and

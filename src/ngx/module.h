@@ -200,8 +200,10 @@ void account_call(ngx_log_t* log, MainConf* mcf, RequestCtx* ctx, Call& call);
 // or agent), in one store operation.
 void account_targets(MainConf* mcf, const std::vector<const TargetConf*>& targets);
 
-// admin.cpp: the admin routes' handlers
-ngx_int_t admin_shell(ngx_http_request_t* r, RequestCtx* ctx);
+// admin/ui.cpp: the dashboard page and the files it loads
+ngx_int_t admin_page(ngx_http_request_t* r, RequestCtx* ctx);
+ngx_int_t admin_ui_file(ngx_http_request_t* r, RequestCtx* ctx);
+// admin/admin.cpp: the admin API's handlers
 ngx_int_t admin_usage(ngx_http_request_t* r, RequestCtx* ctx);
 ngx_int_t admin_overview(ngx_http_request_t* r, RequestCtx* ctx);
 

@@ -17,6 +17,7 @@ const Row kRows[] = {
     {1, {"/models"}, 3},
     {2, {"/admin", "/admin/"}, 4},
     {2, {"/admin/api/usage"}, 5},
+    {2, {"/admin/ui/*"}, 6},
 };
 
 int id_of(unsigned mode, std::string_view path) {
@@ -65,6 +66,19 @@ TEST(RouteMatch, RowWithoutSuffixesServesEveryPathOfItsMode) {
     EXPECT_EQ(match_route(kWithAny, 3, "/passthrough/openai/files")->id, 2);
     EXPECT_EQ(match_route(kWithAny, 3, "/")->id, 2);
     EXPECT_EQ(match_route(kWithAny, 1, "/v1/other"), nullptr);
+}
+
+TEST(RouteMatch, AStarStandsForOneLastSegment) {
+    EXPECT_EQ(id_of(2, "/admin/ui/app.js"), 6);
+    EXPECT_EQ(id_of(2, "/ops/admin/ui/icon.svg"), 6);
+    EXPECT_EQ(id_of(2, "/admin/ui/"), 0);          // the segment is not empty
+    EXPECT_EQ(id_of(2, "/admin/ui"), 0);
+    EXPECT_EQ(id_of(2, "/admin/ui/x/app.js"), 0);  // one segment, not two
+    EXPECT_EQ(id_of(2, "/admin/uix/app.js"), 0);
+    EXPECT_EQ(id_of(1, "/admin/ui/app.js"), 0);
+    EXPECT_FALSE(path_matches("app.js", "/admin/ui/*"));
+    EXPECT_FALSE(path_matches("", "/admin/ui/*"));
+    EXPECT_TRUE(path_matches("/admin/ui/a", "/admin/ui/*"));
 }
 
 }  // namespace

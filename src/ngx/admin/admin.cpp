@@ -1,6 +1,5 @@
-// The admin location: the HTML shell (no key), the usage and overview
-// documents and the targets view, and what every admin handler shares
-// (admin_http.h). The access phase already answered 401/403 where needed.
+// The admin location: the usage and overview documents and the targets
+// view, and what every admin handler shares (admin_http.h). The access phase already answered 401/403 where needed.
 #include <ctime>
 
 #include "core/admin/targets_view.h"
@@ -169,19 +168,8 @@ ngx_int_t targets(ngx_http_request_t* r, RequestCtx* ctx) {
                      });
 }
 
-const char kShell[] =
-    "<!doctype html><html><head><meta charset=\"utf-8\"><title>LLM gateway</title></head><body>"
-    "<h1>LLM gateway</h1><p>The admin API is under <code>admin/api/</code>; send an admin key in "
-    "<code>x-api-key</code>.</p><ul><li><a href=\"admin/api/usage\">usage</a></li></ul></body></html>";
-
-ngx_int_t shell(ngx_http_request_t* r) {
-    if (admin_content_headers(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    return send_body(r, NGX_HTTP_OK, "text/html; charset=utf-8", std::string_view(kShell, sizeof(kShell) - 1));
-}
-
 }  // namespace
 
-ngx_int_t admin_shell(ngx_http_request_t* r, RequestCtx*) { return shell(r); }
 ngx_int_t admin_usage(ngx_http_request_t* r, RequestCtx* ctx) { return usage(r, ctx); }
 ngx_int_t admin_overview(ngx_http_request_t* r, RequestCtx* ctx) { return overview(r, ctx); }
 ngx_int_t admin_targets(ngx_http_request_t* r, RequestCtx* ctx) { return targets(r, ctx); }

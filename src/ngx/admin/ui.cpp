@@ -1,0 +1,70 @@
+// The dashboard: the page at <admin> and <admin>/ (no key: it asks for one)
+// and the files it loads from <admin>/ui/<name>, all built into the module
+// (core/admin/ui_assets). Each answer carries a strong ETag and is
+// revalidated on every use (Cache-Control: no-cache), so nginx's
+// not-modified filter answers a browser's If-None-Match with 304.
+#include "core/admin/ui_assets.h"
+#include "ngx/admin/admin_http.h"
+
+namespace llmgw {
+namespace {
+
+// What the page may load: its own files, and its own JSON API; nothing
+// inline, nothing evaluated, no other host, never framed.
+constexpr std::string_view kPagePolicy =
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
+    "base-uri 'self'; form-action 'none'; frame-ancestors 'none'";
+
+ngx_int_t send_ui(ngx_http_request_t* r, const UiAsset& a) {
+    if (RequestCtx* ctx = get_ctx(r)) ctx->own_response = true;
+    if (add_header(r, "X-Content-Type-Options", "nosniff") != NGX_OK ||
+        add_header(r, "Content-Security-Policy", kPagePolicy) != NGX_OK ||
+        add_header(r, "Referrer-Policy", "no-referrer") != NGX_OK ||
+        add_header(r, "Cache-Control", "no-cache") != NGX_OK || add_header(r, "ETag", a.etag) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+    // The last header pushed is the ETag: nginx's not-modified filter reads it there.
+    ngx_list_part_t* part = &r->headers_out.headers.part;
+    while (part->next != nullptr) part = part->next;
+    r->headers_out.etag = static_cast<ngx_table_elt_t*>(part->elts) + (part->nelts - 1);
+
+    r->headers_out.status = NGX_HTTP_OK;
+    r->headers_out.content_length_n = static_cast<off_t>(a.body.size());
+    r->headers_out.content_type = pstr(r->pool, a.content_type);
+    if (r->headers_out.content_type.data == nullptr) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    r->headers_out.content_type_len = r->headers_out.content_type.len;
+    r->headers_out.content_type_lowcase = nullptr;
+
+    ngx_int_t rc = ngx_http_send_header(r);
+    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) return rc;   // HEAD, or 304
+
+    auto* b = static_cast<ngx_buf_t*>(ngx_calloc_buf(r->pool));
+    if (b == nullptr) return NGX_ERROR;
+    // The module's read-only data, never copied: it outlives every request.
+    b->pos = reinterpret_cast<u_char*>(const_cast<char*>(a.body.data()));
+    b->last = b->pos + a.body.size();
+    b->memory = 1;
+    b->last_buf = r == r->main ? 1 : 0;
+    b->last_in_chain = 1;
+    ngx_chain_t out{b, nullptr};
+    return ngx_http_output_filter(r, &out);
+}
+
+}  // namespace
+
+ngx_int_t admin_page(ngx_http_request_t* r, RequestCtx*) {
+    bool slash = r->uri.len > 0 && r->uri.data[r->uri.len - 1] == '/';
+    return send_ui(r, ui_page(slash));
+}
+
+ngx_int_t admin_ui_file(ngx_http_request_t* r, RequestCtx*) {
+    std::string_view uri = sv(r->uri);
+    const UiAsset* a = find_ui_asset(uri.substr(uri.rfind('/') + 1));
+    if (a == nullptr) {
+        return send_error(r, NGX_HTTP_NOT_FOUND, "Unknown request URL: " + std::string(uri), "invalid_request_error",
+                          "unknown_url");
+    }
+    return send_ui(r, *a);
+}
+
+}  // namespace llmgw
