@@ -6,6 +6,7 @@
 #   make test         unit tests, then the integration suite (prove -r t/)
 #   make run          start stock nginx with the module on conf/example.conf (foreground)
 #   make bench        gateway vs plain nginx proxy_pass, side by side
+#   make screenshots  the dashboard's pictures in docs/img/dashboard/ (its browser test)
 #   make deps         install missing Debian packages (apt-get), saying what it installs
 
 SHELL       := /bin/bash
@@ -34,7 +35,7 @@ UI_OBJ      := objs/addon/admin/ui_assets.o
 # module's signature matches /usr/sbin/nginx.
 CONF_FLAGS_FILE := $(NGINX_SRC)/conf_flags
 
-.PHONY: all module unit ui-unit test integration run bench bench-mcp deps clean js conformance-deps test-asan fuzz
+.PHONY: all module unit ui-unit screenshots test integration run bench bench-mcp deps clean js conformance-deps test-asan fuzz
 
 all: module
 
@@ -142,6 +143,12 @@ test-asan: js conformance-deps
 
 run: deps module js
 	@scripts/run-example
+
+# The dashboard's screenshots in docs/img/dashboard/, taken by its browser test.
+screenshots: module js
+	@mkdir -p docs/img/dashboard
+	LLMGW_DASHBOARD_SHOTS=$(CURDIR)/docs/img/dashboard LLMGW_MODULE=$(CURDIR)/$(MODULE) NGINX_BIN=$(NGINX_BIN) \
+	  prove t/75-dashboard.t
 
 bench: deps module
 	@bench/run

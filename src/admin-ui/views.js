@@ -59,7 +59,7 @@ const overview = {
         shared && field('address', dash(s.url)),
         field('state', storeState),
         shared && field('when down', s.failOpen ? 'fail open (requests pass)' : 'fail closed (503)'),
-        shared && field('last error', s.lastError ? `${s.lastError} — ${f.utc(s.lastErrorTime * 1000)}` : 'none'),
+        shared && field('last error', s.lastError ? `${s.lastError} — ${f.utc(s.lastErrorTime)}` : 'none'),
         shared && field('background writes dropped', f.count(s.telemetryDropped || 0))));
     if (s.up === false) store.classList.add('alarm');
 
@@ -88,7 +88,7 @@ const overview = {
         field('built-in prices checked', dash(pricing.builtinDate)),
         field('priced models', f.count(pricing.models)),
         field('unpriced models', pricing.allowUnpriced ? 'billed as zero' : 'refused under a cost budget'),
-        field('features', Object.entries(feats).filter(([, v]) => v && v !== 0).map(([k, v]) => (v === true ? k : `${k} ${v}`)).join(', ') || 'none'))),
+        field('features', featureList(feats)))),
       store,
       section(`Warnings (${warnings.length})`, warnings.length
         ? h('ul', { class: 'warnings' }, warnings.map((w) => h('li', {}, w)))
@@ -96,6 +96,14 @@ const overview = {
       h('div', { class: 'wide' }, providers));
   },
 };
+
+const featureNames = { usersFile: 'users file', sharedStore: 'shared store', passthrough: 'passthrough',
+  metrics: 'metrics', breaker: 'circuit breaker', retries: 'retries', discovery: 'model discovery' };
+
+function featureList(feats) {
+  const on = Object.entries(feats || {}).filter(([, v]) => v === true || (typeof v === 'number' && v > 0));
+  return on.map(([k, v]) => (v === true ? featureNames[k] || k : `${featureNames[k] || k} ${v}`)).join(', ') || 'none';
+}
 
 function healthBadge(hl) {
   if (!hl) return badge('no calls yet', 'muted');
