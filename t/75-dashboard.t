@@ -150,6 +150,7 @@ subtest 'with the admin key: every view, with traffic on the gateway' => sub {
     my $shots = $ENV{LLMGW_DASHBOARD_SHOTS} || File::Temp::tempdir('llmgw-shots-XXXXXX', TMPDIR => 1, CLEANUP => 1);
     my @views = qw(overview usage history models events targets catalog config);
     my $b = browse(url => $ng->url('/admin'), key => $ADMIN, badKey => 'sk-not-a-key', plainKey => 'sk-bob-dash',
+                   oddKey => "sk-caf\x{e9} key",
                    views => \@views, history => { scope => 'user:alice' }, shots => $shots, narrow => \1, sort => \1);
     my $s = $b->{steps} || {};
 
@@ -180,6 +181,10 @@ subtest 'with the admin key: every view, with traffic on the gateway' => sub {
     like($s->{plainKey}{banner}, qr/^This key is not an admin key \(403: this key is not an admin key\)\./,
          'a non-admin key: 403 said as such');
     is($s->{plainKey}{text}, '', 'non-admin key: no data');
+    is($s->{oddKey}{banner}, 'An API key is printable ASCII without spaces; this is not one.',
+       'a key with a space and a non-ASCII letter: refused in the page');
+    ok($s->{oddKey}{signinVisible} && $s->{oddKey}{text} eq '', 'that key: asked again, no data');
+    is_deeply($s->{oddKey}{storage}{session}, [], 'that key: not kept');
 
     # Overview.
     like($s->{overview}{text}, qr/replica\n\S+/, 'overview: the replica');

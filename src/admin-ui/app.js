@@ -113,6 +113,11 @@ function start() {
     ev.preventDefault();
     const k = $('key').value.trim();
     if (!k) return;
+    // A header value carries printable ASCII only; anything else could never be a key.
+    if (!/^[\x21-\x7e]+$/.test(k)) {
+      banner('An API key is printable ASCII without spaces; this is not one.', 'bad');
+      return;
+    }
     state.key = k;
     setKey(k);
     $('key').value = '';

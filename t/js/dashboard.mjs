@@ -104,6 +104,14 @@ try {
       responses: report.badResponses.slice(before) };
     if (step === 'badKey') await shot('wrong-key');
   }
+  // 2b. A key that cannot be sent as a header: said at once, nothing sent.
+  if (opts.oddKey) {
+    const sent = report.badResponses.length;
+    await signIn(opts.oddKey);
+    await page.waitForFunction(() => /printable ASCII/.test(document.getElementById('banner').textContent), null, { timeout: 15000 });
+    report.steps.oddKey = { banner: await bannerText(), ...(await viewState()), storage: await storage(),
+      responses: report.badResponses.slice(sent) };
+  }
   const expectedErrors = report.badResponses.length;
   const consoleBefore = report.console.length;
 
