@@ -3,6 +3,7 @@
 // it is complete and valid, the error envelope otherwise), and the filters
 // that route a subrequest's output to its Call. The same filters turn
 // nginx's own HTML error pages in gateway locations into the error envelope.
+#include "core/http/provider_headers.h"
 #include "core/json/envelope.h"
 #include "core/routing/retry.h"
 #include "ngx/call/call.h"
@@ -23,7 +24,10 @@ ngx_http_output_body_filter_pt next_body_filter;
 
 // ------------------------------------------------------------ client side
 
-void copy_upstream_headers(ngx_http_request_t* sr, ngx_http_request_t* r, bool sse) {
+// A provider's rate-limit headers describe the operator's account, never the
+// caller's: they are not relayed (a tool server's or agent's are, as the
+// rest of its answer).
+void copy_upstream_headers(ngx_http_request_t* sr, ngx_http_request_t* r, bool sse, bool from_provider) {
     static const std::string_view skip[] = {"content-length", "transfer-encoding", "connection", "keep-alive",
                                             "content-type",   "content-encoding",  "server",     "date",
                                             "upgrade",        "proxy-connection",  "te",         "trailer"};
@@ -32,6 +36,7 @@ void copy_upstream_headers(ngx_http_request_t* sr, ngx_http_request_t* r, bool s
         for (std::string_view n : skip) {
             if (header_name_is(h.key, n)) return true;
         }
+        if (from_provider && is_provider_rate_limit_header(sv(h.key))) return true;
         if (sse && header_name_is(h.key, "cache-control")) return true;   // the gateway sets its own
         auto* copy = static_cast<ngx_table_elt_t*>(ngx_list_push(&r->headers_out.headers));
         if (copy == nullptr) return false;
@@ -48,7 +53,7 @@ void set_head(ngx_http_request_t* r, Call& call, bool sse) {
     r->headers_out.content_type = sr->headers_out.content_type;
     r->headers_out.content_type_len = sr->headers_out.content_type_len;
     r->headers_out.content_type_lowcase = nullptr;
-    copy_upstream_headers(sr, r, sse);
+    copy_upstream_headers(sr, r, sse, call.codec->kind() != CodecKind::Relay);
 }
 
 // The end of the client's response, after what was sent already.
