@@ -25,7 +25,7 @@ my @cases = (
     ['half a reply, then silence', { reply => "*2\r\n:1\r\n" }, qr/^the store did not answer within the time-out$/, 3],
     ['an error reply', { reply => "-ERR boom\r\n" }, qr/^the store failed the admission script: ERR boom$/],
     ['an unexpected shape ({7})', { reply => "*1\r\n:7\r\n" },
-     qr/^unexpected reply to the admission script \(want \{0\} or \{1, check\}\)$/],
+     qr/^unexpected reply to the admission script \(want \{0, sums\.\.\.\} or \{1, check, sums\.\.\.\}\)$/],
     ['a check index out of range ({1, 99})', { reply => "*2\r\n:1\r\n:99\r\n" }, qr/^the admission script named check 99 of /],
     ['1024 elements (at the limit: not "too long")', { reply => "*1024\r\n" . (":0\r\n" x 1024) },
      qr/^unexpected reply to the admission script/],

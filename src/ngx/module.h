@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/config/gwconfig.h"
+#include "core/metering/allowance.h"
 #include "core/metering/pricing.h"
 #include "core/codec/codec_kind.h"
 #include "core/codec/openai.h"
@@ -88,6 +89,11 @@ struct RequestCtx {
     bool store_pending = false;       // a store answer is awaited (await_store)
     StoreReply admit_reply;
     AdmissionResult admit_result;
+    // llm_gateway_ratelimit_headers: the limits admission checked, and the
+    // headers that say what remains (added to the client's head once).
+    std::vector<LimitShape> limit_shapes;
+    std::vector<std::pair<std::string, std::string>> allowance;
+    bool allowance_sent = false;
     std::shared_ptr<bool> alive = std::make_shared<bool>(true);   // false once the request is gone
     MainConf* mcf = nullptr;          // for accounting from the pool cleanup
     RequestCtx();

@@ -212,8 +212,12 @@ TEST(AdmitScript, DecodeAdmitted) {
     r.admitted = false;
     r.check_index = 7;
     std::string err;
-    ASSERT_TRUE(decode_admit_reply(array({integer(0)}), p, r, err)) << err;
+    ASSERT_TRUE(decode_admit_reply(array({integer(0), text(T::String, "0"), text(T::String, "42"),
+                                          text(T::String, "99999999999999999999")}),
+                                   p, r, err))
+        << err;
     EXPECT_TRUE(r.admitted);
+    EXPECT_EQ(r.used, (std::vector<std::int64_t>{0, 42, INT64_MAX}));   // past int64: saturated
     EXPECT_EQ(r.kind, ViolationKind::None);
     EXPECT_EQ(r.check_index, -1);
     EXPECT_EQ(r.retry_after, 0);
@@ -225,8 +229,12 @@ TEST(AdmitScript, DecodeRejected) {
     for (int i = 0; i < 3; ++i) {
         AdmissionResult r;
         std::string err;
-        ASSERT_TRUE(decode_admit_reply(array({integer(1), integer(i)}), p, r, err)) << err;
+        ASSERT_TRUE(decode_admit_reply(array({integer(1), integer(i), text(T::String, "1"), text(T::String, "2"),
+                                              text(T::String, "3")}),
+                                       p, r, err))
+            << err;
         EXPECT_FALSE(r.admitted);
+        EXPECT_EQ(r.used, (std::vector<std::int64_t>{1, 2, 3}));
         EXPECT_EQ(r.check_index, i);
         EXPECT_EQ(r.kind, p.checks[static_cast<std::size_t>(i)].kind);
         EXPECT_EQ(r.retry_after, p.checks[static_cast<std::size_t>(i)].retry_after);
@@ -251,6 +259,15 @@ TEST(AdmitScript, DecodeBadReplies) {
         array({text(T::String, "0")}),
         array({integer(1), text(T::String, "0")}),
         array({text(T::Error, "ERR x")}),
+        array({integer(0)}),                            // no sums for three checks
+        array({integer(1), integer(0)}),
+        array({integer(0), text(T::String, "1"), text(T::String, "2")}),              // one sum short
+        array({integer(0), text(T::String, "1"), text(T::String, "2"), text(T::String, "3"), text(T::String, "4")}),
+        array({integer(0), text(T::String, "1"), text(T::String, "-2"), text(T::String, "3")}),   // not digits
+        array({integer(0), text(T::String, "1"), text(T::String, ""), text(T::String, "3")}),
+        array({integer(0), text(T::String, "1"), integer(2), text(T::String, "3")}),
+        array({integer(0), text(T::String, "1"), text(T::String, "2x"), text(T::String, "3")}),
+        array({integer(0), text(T::String, "1"), text(T::String, std::string(41, '9')), text(T::String, "3")}),
     };
     for (const RespValue& v : bad) {
         AdmissionResult r;

@@ -2,6 +2,7 @@
 #include "core/metering/limits.h"
 
 #include <charconv>
+#include <cstdint>
 #include <cmath>
 #include <limits>
 #include <system_error>
@@ -136,16 +137,17 @@ struct CheckSpec {
     const char* metrics[2];
     Window window;
     ViolationKind kind;
+    Measure measure;
 };
 
 // Precedence within a scope (spec "Errors"): the first breach wins.
 const CheckSpec kChecks[] = {
-    {"requestsPerMinute", &Limits::requests_per_minute, {"req", nullptr}, Window::Min, ViolationKind::RateLimit},
-    {"requestsPerDay", &Limits::requests_per_day, {"req", nullptr}, Window::Day, ViolationKind::RateLimit},
-    {"tokensPerDay", &Limits::tokens_per_day, {"tokin", "tokout"}, Window::Day, ViolationKind::Budget},
-    {"tokensPerMonth", &Limits::tokens_per_month, {"tokin", "tokout"}, Window::Month, ViolationKind::Budget},
-    {"costPerDayUSD", &Limits::cost_per_day_micros, {"cost", nullptr}, Window::Day, ViolationKind::Budget},
-    {"costPerMonthUSD", &Limits::cost_per_month_micros, {"cost", nullptr}, Window::Month, ViolationKind::Budget},
+    {"requestsPerMinute", &Limits::requests_per_minute, {"req", nullptr}, Window::Min, ViolationKind::RateLimit, Measure::Requests},
+    {"requestsPerDay", &Limits::requests_per_day, {"req", nullptr}, Window::Day, ViolationKind::RateLimit, Measure::Requests},
+    {"tokensPerDay", &Limits::tokens_per_day, {"tokin", "tokout"}, Window::Day, ViolationKind::Budget, Measure::Tokens},
+    {"tokensPerMonth", &Limits::tokens_per_month, {"tokin", "tokout"}, Window::Month, ViolationKind::Budget, Measure::Tokens},
+    {"costPerDayUSD", &Limits::cost_per_day_micros, {"cost", nullptr}, Window::Day, ViolationKind::Budget, Measure::Cost},
+    {"costPerMonthUSD", &Limits::cost_per_month_micros, {"cost", nullptr}, Window::Month, ViolationKind::Budget, Measure::Cost},
 };
 
 // Micro-USD as a plain USD decimal: 1500000 -> "1.5", 2000000 -> "2".
@@ -252,6 +254,8 @@ AdmissionPlan build_admission_plan(const std::vector<Scope>& scopes, std::time_t
             ch.kind = c.kind;
             ch.retry_after = seconds_until_window_end(c.window, now);
             ch.message = violation_message(s, c, limit);
+            ch.measure = c.measure;
+            ch.window = c.window;
             plan.checks.push_back(std::move(ch));
         }
     }
@@ -271,18 +275,21 @@ AdmissionPlan build_admission_plan(const std::vector<Scope>& scopes, std::time_t
 
 bool execute_admission(KvTxn& kv, const AdmissionPlan& plan, AdmissionResult& result) {
     AdmissionResult r;
+    r.used.reserve(plan.checks.size());
+    // Every check is summed (what the remaining-allowance headers report);
+    // the first breach decides.
     for (std::size_t i = 0; i < plan.checks.size(); ++i) {
         const Check& c = plan.checks[i];
         __int128 sum = 0;
         for (const std::string& key : c.keys) sum += kv.get(key);
+        r.used.push_back(sum <= 0 ? 0 : sum >= INT64_MAX ? INT64_MAX : static_cast<std::int64_t>(sum));
         const bool breach = c.add > 0 ? sum + c.add > c.limit : sum >= c.limit;
-        if (breach) {
+        if (breach && r.admitted) {
             r.admitted = false;
             r.kind = c.kind;
             r.retry_after = c.retry_after;
             r.message = c.message;
             r.check_index = static_cast<int>(i);
-            break;
         }
     }
     const std::vector<Incr>& incrs = r.admitted ? plan.admit : plan.reject;

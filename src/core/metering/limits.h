@@ -44,6 +44,9 @@ struct Scope {
 
 enum class ViolationKind { None, RateLimit, Budget, StoreDown };
 
+// What a limit counts.
+enum class Measure { Requests, Tokens, Cost };
+
 struct Check {
     std::vector<std::string> keys;  // summed (tokens: tokin + tokout)
     std::int64_t limit = 0;
@@ -51,6 +54,8 @@ struct Check {
     ViolationKind kind = ViolationKind::RateLimit;
     std::int64_t retry_after = 0;   // seconds until this window ends
     std::string message;            // e.g. "rate limit exceeded: user \"alice\" requestsPerMinute 50", "budget exceeded: group \"eng\" costPerDayUSD 1.5"
+    Measure measure = Measure::Requests;
+    Window window = Window::Min;
 };
 
 struct Incr {
@@ -80,6 +85,9 @@ struct AdmissionResult {
     std::int64_t retry_after = 0;
     std::string message;
     int check_index = -1;
+    // Per check of the plan, in order: the sum of its counters before this
+    // request (negative read as 0, saturating); empty when not known.
+    std::vector<std::int64_t> used;
 };
 
 // The store seen by the plan executor: reads and increments under one lock.

@@ -55,28 +55,38 @@ local function less(h1, l1, h2, l2)
   if h1 ~= h2 then return h1 < h2 end
   return l1 < l2
 end
+local function text(h, l)
+  if h < 0 then return '0' end
+  if h == 0 then return string.format('%d', l) end
+  return string.format('%d%09d', h, l)
+end
 )LUA";
 
 // The rest of the admission script, after kBump.
 const char kScriptTail[] = R"LUA(local a, k = 1, 1
 local nchecks = tonumber(ARGV[a]); a = a + 1
 local rejected = nil
+-- every check's sum before this request, as text (negative as 0): the
+-- reply carries them for the remaining-allowance headers
+local used = {}
 for i = 1, nchecks do
   local nkeys = tonumber(ARGV[a])
   local limit, add = ARGV[a + 1], ARGV[a + 2]
   a = a + 3
-  if not rejected then
-    local sh, sl = 0, 0
-    for j = 1, nkeys do
-      local v = redis.call('GET', KEYS[k + j - 1])
-      if v then
-        if string.len(v) > 20 or not string.match(v, '^%-?%d+$') then
-          return redis.error_reply('llmgw: counter is not an integer: ' .. KEYS[k + j - 1])
-        end
-        local h, l = split(v)
-        sh = sh + h; sl = sl + l
+  local sh, sl = 0, 0
+  for j = 1, nkeys do
+    local v = redis.call('GET', KEYS[k + j - 1])
+    if v then
+      if string.len(v) > 20 or not string.match(v, '^%-?%d+$') then
+        return redis.error_reply('llmgw: counter is not an integer: ' .. KEYS[k + j - 1])
       end
+      local h, l = split(v)
+      sh = sh + h; sl = sl + l
     end
+  end
+  local uh, ul = norm(sh, sl)
+  used[i] = text(uh, ul)
+  if not rejected then
     local lh, ll = norm(split(limit))
     local breach
     if add ~= '0' then
@@ -84,8 +94,7 @@ for i = 1, nchecks do
       local th, tl = norm(sh + ah, sl + al)
       breach = less(lh, ll, th, tl)
     else
-      local th, tl = norm(sh, sl)
-      breach = not less(th, tl, lh, ll)
+      breach = not less(uh, ul, lh, ll)
     end
     if breach then rejected = i end
   end
@@ -110,8 +119,8 @@ for i = 0, nadmit - 1 do
   local e = bump(KEYS[first_admit + i], ARGV[first_arg + 2 * i], ARGV[first_arg + 2 * i + 1])
   if e then return e end
 end
-if rejected then return {1, rejected - 1} end
-return {0}
+if rejected then return {1, rejected - 1, unpack(used)} end
+return {0, unpack(used)}
 )LUA";
 
 // The accounting batch as one script call: INCRBY each key and give a key
@@ -413,6 +422,24 @@ bool is_noscript_error(const RespValue& reply) {
     return reply.type == RespValue::Type::Error && reply.str.compare(0, 8, "NOSCRIPT") == 0;
 }
 
+namespace {
+
+// One check's sum in the admission reply: the decimal text the script wrote
+// (digits only; a sum past INT64_MAX saturates).
+bool used_sum(const RespValue& v, std::int64_t& out) {
+    if (v.type != RespValue::Type::String || v.str.empty() || v.str.size() > 40) return false;
+    std::int64_t x = 0;
+    for (char c : v.str) {
+        if (c < '0' || c > '9') return false;
+        const int d = c - '0';
+        x = x > (INT64_MAX - d) / 10 ? INT64_MAX : x * 10 + d;
+    }
+    out = x;
+    return true;
+}
+
+}  // namespace
+
 bool decode_admit_reply(const RespValue& reply, const AdmissionPlan& plan, AdmissionResult& result,
                         std::string& err) {
     try {
@@ -424,15 +451,33 @@ bool decode_admit_reply(const RespValue& reply, const AdmissionPlan& plan, Admis
             return false;
         }
         const std::vector<RespValue>& e = reply.elements;
-        if (reply.type == T::Array && e.size() == 1 && e[0].type == T::Integer && e[0].integer == 0) {
+        const std::size_t n = plan.checks.size();
+        std::vector<std::int64_t> used;
+        // The sums after the first `from` elements: one decimal per check.
+        auto sums = [&](std::size_t from) {
+            if (e.size() != from + n) return false;
+            used.reserve(n);
+            for (std::size_t i = from; i < e.size(); ++i) {
+                std::int64_t v = 0;
+                if (!used_sum(e[i], v)) return false;
+                used.push_back(v);
+            }
+            return true;
+        };
+        if (reply.type == T::Array && !e.empty() && e[0].type == T::Integer && e[0].integer == 0 && sums(1)) {
             result = AdmissionResult{};
+            result.used = std::move(used);
             return true;
         }
-        if (reply.type == T::Array && e.size() == 2 && e[0].type == T::Integer && e[0].integer == 1 &&
+        if (reply.type == T::Array && e.size() >= 2 && e[0].type == T::Integer && e[0].integer == 1 &&
             e[1].type == T::Integer) {
             if (e[1].integer < 0 || static_cast<unsigned long long>(e[1].integer) >= plan.checks.size()) {
                 err = "the admission script named check " + std::to_string(e[1].integer) + " of " +
                       std::to_string(plan.checks.size());
+                return false;
+            }
+            if (!sums(2)) {
+                err = "the admission script's sums do not match the plan's " + std::to_string(n) + " checks";
                 return false;
             }
             const Check& c = plan.checks[static_cast<std::size_t>(e[1].integer)];
@@ -442,10 +487,11 @@ bool decode_admit_reply(const RespValue& reply, const AdmissionPlan& plan, Admis
             r.retry_after = c.retry_after;
             r.message = c.message;
             r.check_index = static_cast<int>(e[1].integer);
+            r.used = std::move(used);
             result = std::move(r);
             return true;
         }
-        err = "unexpected reply to the admission script (want {0} or {1, check})";
+        err = "unexpected reply to the admission script (want {0, sums...} or {1, check, sums...})";
         return false;
     } catch (...) {
         err.clear();

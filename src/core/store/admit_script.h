@@ -26,8 +26,10 @@
 //          then nadmit, then per admit increment: delta, ttl,
 //          then nreject, then per reject increment: delta, ttl.
 //   All numbers are decimal int64 text.
-// Reply: {0} admitted; {1, i} rejected by check i, 0-based (the index in
-// plan.checks, = AdmissionResult::check_index).
+// Reply: {0, used...} admitted; {1, i, used...} rejected by check i,
+// 0-based (the index in plan.checks, = AdmissionResult::check_index); used:
+// one decimal string per check, the sum of its counters before this request
+// (negative as "0"), = AdmissionResult::used.
 //
 // Send EVALSHA first; when the reply is a NOSCRIPT error (script cache
 // flushed, store restarted, failover), send EVAL with the source, which also

@@ -426,6 +426,17 @@ Replacement replacement_for(ngx_uint_t status) {
     return {"request rejected", "invalid_request_error", "bad_request"};
 }
 
+// The caller's remaining allowance (llm_gateway_ratelimit_headers), on
+// whatever answer the request gets: the provider's, an error, a 429.
+void add_allowance_headers(ngx_http_request_t* r) {
+    RequestCtx* ctx = get_ctx(r);
+    if (ctx == nullptr || ctx->allowance.empty() || ctx->allowance_sent) return;
+    ctx->allowance_sent = true;
+    for (const auto& [name, value] : ctx->allowance) {
+        if (add_header(r, name, value) != NGX_OK) return;
+    }
+}
+
 ngx_int_t main_header_filter(ngx_http_request_t* r) {
     auto* lcf = static_cast<LocConf*>(ngx_http_get_module_loc_conf(r, ngx_http_llm_gateway_module));
     if (lcf == nullptr || lcf->mode == kModeNone || r->err_status < 400) return next_header_filter(r);
@@ -467,6 +478,7 @@ ngx_int_t header_filter(ngx_http_request_t* r) {
             if (sub != nullptr) return sub->call->on_header(r);
             return next_header_filter(r);
         }
+        add_allowance_headers(r);
         return main_header_filter(r);
     } catch (const std::exception& e) {
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "llm_gateway: header filter failed: %s", e.what());

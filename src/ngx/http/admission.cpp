@@ -103,6 +103,7 @@ ngx_int_t admit_request(ngx_http_request_t* r, RequestCtx* ctx) {
     Worker* w = worker();
     if (store == nullptr || w == nullptr) return NGX_HTTP_INTERNAL_SERVER_ERROR;
     const AdmissionPlan& plan = plan_for(w->plans, *ctx, ngx_time(), store_uses_in_process_ttls(mcf));
+    if (mcf->ratelimit_headers && !ctx->is_admin_traffic) ctx->limit_shapes = limit_shapes(plan);
 
     ctx->phase = RequestCtx::Phase::Admitting;
     return await_store(
@@ -121,6 +122,10 @@ ngx_int_t admit_request(ngx_http_request_t* r, RequestCtx* ctx) {
 }
 
 ngx_int_t finish_admission(ngx_http_request_t* r, RequestCtx* ctx) {
+    // What remains, from this admission's own sums (no further store read).
+    if (!ctx->limit_shapes.empty() && ctx->admit_reply.status == StoreStatus::Ok) {
+        ctx->allowance = allowance_headers(tightest_allowances(ctx->limit_shapes, ctx->admit_result, ngx_time()));
+    }
     if (ctx->admit_reply.status != StoreStatus::Ok) {
         ngx_log_error(NGX_LOG_WARN, r->connection->log, 0, "llm_gateway: admission refused: %s",
                       log_text(ctx->admit_reply.error).c_str());
