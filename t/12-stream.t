@@ -29,7 +29,7 @@ my $conf = GwConf::gateway(
         { name => 'mock', key => 'sk-stream-provider', models => 'gpt-4o-mini', default => 1 },
         { name => 'slow', key => 'sk-stream-slow', models => 'slow-model', loc_extra => 'proxy_read_timeout 1s;' },
     ],
-    http => join('', map { "llm_gateway_user $_ key=$KEY{$_};\n" } sort keys %KEY),
+    http => join('', map { "llm_gateway_user $_ key=$KEY{$_};\n" } sort keys %KEY) . "llm_gateway_cancel_drain 1s;\n",
 );
 my $ng = Gw::Nginx->start(conf => $conf, workers => 2, vars => { MOCK => $mock->port });
 
@@ -246,7 +246,7 @@ subtest 'upstream error event mid-stream is relayed, no extra error event' => su
     is($r->{body}, $chunk->('par', undef) . "\n\n$err\n\n", "the provider's error event ends the stream");
 };
 
-subtest 'client abort closes the upstream stream' => sub {
+subtest 'client abort closes the upstream stream (after a 1 s drain: llm_gateway_cancel_drain 1s)' => sub {
     $mock->reset;
     $mock->script({ sse => [$chunk->('1', undef), $chunk->('2', undef)], stall => $T });
     my $r = $stream->(alice => GwConf::chat_body('gpt-4o-mini', stream => $T), abort_after_events => 1, timeout => 5);

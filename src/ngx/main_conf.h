@@ -61,6 +61,8 @@ struct MainConf {
     ngx_msec_t users_file_interval;
     ngx_int_t max_tokens_per_request; // llm_gateway_max_tokens_per_request
     ngx_int_t retries;                // llm_gateway_retries: same-target retries of a failed call
+    ngx_msec_t drain_time;            // llm_gateway_cancel_drain (0: off)
+    size_t drain_size;
     ngx_msec_t backoff_base;          // llm_gateway_retry_backoff
     ngx_msec_t backoff_max;
     ngx_int_t breaker_failures;       // llm_gateway_breaker failures= (0: off)

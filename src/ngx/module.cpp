@@ -44,6 +44,8 @@ ngx_command_t commands[] = {
      NGX_HTTP_MAIN_CONF_OFFSET, 0, nullptr},
     {ngx_string("llm_gateway_stats"), NGX_HTTP_MAIN_CONF | NGX_CONF_1MORE, set_stats, NGX_HTTP_MAIN_CONF_OFFSET, 0,
      nullptr},
+    {ngx_string("llm_gateway_cancel_drain"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE12, set_cancel_drain,
+     NGX_HTTP_MAIN_CONF_OFFSET, 0, nullptr},
     {ngx_string("llm_gateway_breaker"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE12, set_breaker, NGX_HTTP_MAIN_CONF_OFFSET,
      0, nullptr},
     {ngx_string("llm_gateway_users_file"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE12, set_users_file,
@@ -140,6 +142,8 @@ void* create_main_conf(ngx_conf_t* cf) {
     mcf->users_file_interval = NGX_CONF_UNSET_MSEC;
     mcf->max_tokens_per_request = NGX_CONF_UNSET;
     mcf->retries = NGX_CONF_UNSET;
+    mcf->drain_time = NGX_CONF_UNSET_MSEC;
+    mcf->drain_size = NGX_CONF_UNSET_SIZE;
     mcf->backoff_base = NGX_CONF_UNSET_MSEC;
     mcf->backoff_max = NGX_CONF_UNSET_MSEC;
     mcf->breaker_failures = NGX_CONF_UNSET;
@@ -179,6 +183,8 @@ char* init_main_conf(ngx_conf_t* cf, void* conf) {
     ngx_conf_init_msec_value(mcf->users_file_interval, 5000);
     ngx_conf_init_value(mcf->max_tokens_per_request, kDefaultMaxTokensPerRequest);
     ngx_conf_init_value(mcf->retries, 1);
+    ngx_conf_init_msec_value(mcf->drain_time, 30000);
+    ngx_conf_init_size_value(mcf->drain_size, 1024 * 1024);
     ngx_conf_init_msec_value(mcf->backoff_base, 250);
     ngx_conf_init_msec_value(mcf->backoff_max, 2000);
     ngx_conf_init_value(mcf->breaker_failures, 5);

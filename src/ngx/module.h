@@ -94,6 +94,11 @@ struct RequestCtx {
     std::vector<LimitShape> limit_shapes;
     std::vector<std::pair<std::string, std::string>> allowance;
     bool allowance_sent = false;
+    // The client went away while a provider's answer was being relayed: the
+    // answer is still read (llm_gateway_cancel_drain) for its real usage.
+    bool client_left = false;
+    std::size_t drained = 0;          // bytes read since
+    ngx_event_t drain_timer{};
     std::shared_ptr<bool> alive = std::make_shared<bool>(true);   // false once the request is gone
     MainConf* mcf = nullptr;          // for accounting from the pool cleanup
     RequestCtx();
@@ -259,6 +264,7 @@ char* set_replica(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
 char* set_instance(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
 char* set_retry_backoff(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
 char* set_breaker(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
+char* set_cancel_drain(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
 char* set_stats(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
 // target_directives.cpp
 char* set_mcp_server(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);

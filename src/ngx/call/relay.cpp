@@ -102,6 +102,63 @@ ngx_int_t answer_whole(ngx_http_request_t* r, RequestCtx* ctx, Call& call) {
     return NGX_ERROR;
 }
 
+// ------------------------------------------------------------ the drain
+//
+// A client that goes away mid-stream no longer ends the provider call at
+// once: the answer is read on (and dropped) until it ends, so its final
+// usage is billed, within llm_gateway_cancel_drain's time and bytes; past
+// them the call is ended as nginx's own time-out would, and the usage seen
+// so far (or the estimate) is billed.
+
+bool client_gone(ngx_http_request_t* r);
+
+void drain_timer_handler(ngx_event_t* ev) {
+    auto* r = static_cast<ngx_http_request_t*>(ev->data);
+    ngx_connection_t* c = r->connection;
+    RequestCtx* ctx = get_ctx(r);
+    if (ctx != nullptr && ctx->chosen != nullptr && ctx->chosen->state == Call::State::Running) {
+        ngx_log_error(NGX_LOG_INFO, c->log, 0,
+                      "llm_gateway: the drain of a cancelled stream reached its bound (%uz bytes read); closing the "
+                      "provider's answer",
+                      ctx->drained);
+        ctx->chosen->expire();
+    }
+    ngx_http_run_posted_requests(c);
+}
+
+void start_drain(ngx_http_request_t* r, RequestCtx* ctx) {
+    if (ctx->client_left) return;
+    ctx->client_left = true;
+    MainConf* mcf = main_conf(r);
+    ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                  "llm_gateway: client closed the connection mid-stream; reading the provider's answer for its usage "
+                  "(at most %M ms, %uz bytes)",
+                  mcf->drain_time, mcf->drain_size);
+    ngx_event_t* ev = &ctx->drain_timer;
+    ev->handler = drain_timer_handler;
+    ev->data = r->main;
+    ev->log = r->connection->log;
+    ngx_add_timer(ev, mcf->drain_time);
+}
+
+// The subrequest's read handler while its answer streams (instead of the
+// upstream module's, which would end the call when the client goes away).
+void drain_watch_handler(ngx_http_request_t* s) {
+    RequestCtx* ctx = get_ctx(s);
+    if (ctx == nullptr || ctx->client_left || !client_gone(s)) return;
+    ngx_connection_t* c = s->connection;
+    if ((ngx_event_flags & NGX_USE_LEVEL_EVENT) && c->read->active) ngx_del_event(c->read, NGX_READ_EVENT, 0);
+    start_drain(s, ctx);
+}
+
+// Bytes of the answer that nobody will read: counted against the bound.
+void drained(ngx_http_request_t* s, RequestCtx* ctx, std::size_t n) {
+    ctx->drained += n;
+    if (ctx->drained <= main_conf(s)->drain_size || ctx->drain_timer.posted) return;
+    if (ctx->drain_timer.timer_set) ngx_del_timer(&ctx->drain_timer);
+    ngx_post_event(&ctx->drain_timer, &ngx_posted_events);   // not from inside the upstream's own read
+}
+
 // A streamed answer whose head went out: its last bytes.
 ngx_int_t answer_stream(ngx_http_request_t* r, Call& call) {
     const CodecResult& res = call.outcome();
@@ -129,7 +186,8 @@ ngx_int_t answer_stream(ngx_http_request_t* r, Call& call) {
 
 ngx_int_t answer(ngx_http_request_t* r, RequestCtx* ctx) {
     Call* call = ctx->chosen;
-    account_request(r->connection->log, main_conf(r), ctx);
+    account_request(r->connection->log, main_conf(r), ctx, ctx->client_left);
+    if (ctx->client_left) return NGX_HTTP_CLIENT_CLOSED_REQUEST;   // read for its usage only: nobody to answer
     if (call->answered() && ctx->head_sent) return answer_stream(r, *call);
     if (call->answered()) return answer_whole(r, ctx, *call);
     if (call->garbled_head()) {
@@ -387,12 +445,17 @@ void resume(ngx_http_request_t* r) {
     ngx_int_t rc;
     try {
         Call& call = *ctx->chosen;
-        record_health(main_conf(r), call);
-        if (!call.event_recorded) {
-            call.event_recorded = true;
-            call_event(*ctx, call);
+        // A call drained after its client left (or ended by the drain's
+        // bounds) says nothing of the provider's health, fires no event and
+        // is not retried: it was read for its usage only.
+        if (!ctx->client_left) {
+            record_health(main_conf(r), call);
+            if (!call.event_recorded) {
+                call.event_recorded = true;
+                call_event(*ctx, call);
+            }
+            if (retryable(*ctx, call) && next_attempt(r, ctx, call)) return;   // resume() runs again after it
         }
-        if (retryable(*ctx, call) && next_attempt(r, ctx, call)) return;   // resume() runs again after it
         r->write_event_handler = ngx_http_request_empty_handler;
         rc = answer(r, ctx);
     } catch (const std::exception& e) {
@@ -529,6 +592,12 @@ ngx_int_t request_on_stream_head(Call& call) {
     }
     ctx->head_sent = true;
     ctx->own_response = true;
+#if (NGX_HTTP_V2)
+    const bool http1 = r->stream == nullptr;
+#else
+    const bool http1 = true;
+#endif
+    if (main_conf(r)->drain_time > 0 && http1) call.sr->read_event_handler = drain_watch_handler;
     return ngx_http_send_header(r);
 }
 
@@ -538,6 +607,12 @@ ngx_int_t request_on_stream_bytes(Call& call, std::string_view data) {
     RequestCtx* ctx = call.req;
     if (&call != ctx->chosen || !ctx->head_sent || data.empty()) return NGX_OK;
     ngx_http_request_t* sr = call.sr;
+    const bool drains = main_conf(sr)->drain_time > 0;
+    if (drains && !ctx->client_left && sr->connection->error) start_drain(sr, ctx);
+    if (ctx->client_left) {
+        drained(sr, ctx, data.size());
+        return NGX_OK;
+    }
     ngx_chain_t* cl = ngx_chain_get_free_buf(sr->pool, &call.free_bufs);
     if (cl == nullptr) return NGX_ERROR;
     ngx_buf_t* b = cl->buf;
@@ -555,6 +630,10 @@ ngx_int_t request_on_stream_bytes(Call& call, std::string_view data) {
     ngx_int_t rc = next_body_filter(sr, cl);
     ngx_chain_update_chains(sr->pool, &call.free_bufs, &call.busy_bufs, &cl,
                             reinterpret_cast<ngx_buf_tag_t>(&ngx_http_llm_gateway_module));
+    if (rc == NGX_ERROR && drains && sr->connection->error) {   // the write found the client gone
+        start_drain(sr, ctx);
+        return NGX_OK;
+    }
     return rc;
 }
 
@@ -562,6 +641,10 @@ ngx_int_t answer_chosen(ngx_http_request_t* r, RequestCtx* ctx) { return answer(
 
 void release_calls(RequestCtx* ctx) {
     if (ctx->retry_timer.timer_set) ngx_del_timer(&ctx->retry_timer);   // the client left during a retry wait
+    if (ctx->drain_timer.timer_set) ngx_del_timer(&ctx->drain_timer);
+    if (ctx->drain_timer.posted) {   // nginx's macro is two statements
+        ngx_delete_posted_event(&ctx->drain_timer);
+    }
     // A probe whose verdict never came (the client left mid-call) is given
     // back, so the next call probes at once.
     Call* c = ctx->chosen;

@@ -1,4 +1,4 @@
-// llm_gateway_retry_backoff and llm_gateway_breaker.
+// llm_gateway_retry_backoff, llm_gateway_breaker and llm_gateway_cancel_drain.
 #include "ngx/conf/conf_util.h"
 #include "ngx/module.h"
 
@@ -48,7 +48,39 @@ char* breaker(ngx_conf_t* cf, MainConf* mcf) {
     return NGX_CONF_OK;
 }
 
+// off | <time> [<size>]: how long, and how many bytes, a provider's answer is
+// still read after its client went away, for its real usage.
+char* cancel_drain(ngx_conf_t* cf, MainConf* mcf) {
+    if (mcf->drain_time != NGX_CONF_UNSET_MSEC) return const_cast<char*>("is duplicate");
+    if (cf->args->nelts == 2 && conf_arg(cf, 1) == "off") {
+        mcf->drain_time = 0;
+        mcf->drain_size = 0;
+        return NGX_CONF_OK;
+    }
+    ngx_msec_t t = 0;
+    if (!conf_time(conf_arg(cf, 1), t) || t < 1 || t > 600000) {
+        return conf_error(cf, "llm_gateway_cancel_drain takes off, or a time from 1ms to 10m and an optional size "
+                              "(e.g. 30s 1m)");
+    }
+    size_t size = 1024 * 1024;
+    if (cf->args->nelts == 3) {
+        ngx_str_t v = static_cast<ngx_str_t*>(cf->args->elts)[2];
+        ssize_t n = ngx_parse_size(&v);
+        if (n == NGX_ERROR || n < 1) {
+            return conf_error(cf, "llm_gateway_cancel_drain size must be a size of at least 1 byte (e.g. 512k, 1m)");
+        }
+        size = static_cast<size_t>(n);
+    }
+    mcf->drain_time = t;
+    mcf->drain_size = size;
+    return NGX_CONF_OK;
+}
+
 }  // namespace
+
+char* set_cancel_drain(ngx_conf_t* cf, ngx_command_t*, void* conf) {
+    return guarded_setter(cf, cancel_drain, static_cast<MainConf*>(conf));
+}
 
 char* set_retry_backoff(ngx_conf_t* cf, ngx_command_t*, void* conf) {
     return guarded_setter(cf, retry_backoff, static_cast<MainConf*>(conf));
