@@ -98,7 +98,7 @@ struct RequestCtx {
     // answer is still read (llm_gateway_cancel_drain) for its real usage.
     bool client_left = false;
     std::size_t drained = 0;          // bytes read since
-    ngx_event_t drain_timer{};
+    ngx_event_t* drain_timer = nullptr;   // from the pool, once the client left
     std::shared_ptr<bool> alive = std::make_shared<bool>(true);   // false once the request is gone
     MainConf* mcf = nullptr;          // for accounting from the pool cleanup
     RequestCtx();

@@ -134,7 +134,9 @@ void start_drain(ngx_http_request_t* r, RequestCtx* ctx) {
                   "llm_gateway: client closed the connection mid-stream; reading the provider's answer for its usage "
                   "(at most %M ms, %uz bytes)",
                   mcf->drain_time, mcf->drain_size);
-    ngx_event_t* ev = &ctx->drain_timer;
+    ngx_event_t* ev = static_cast<ngx_event_t*>(ngx_pcalloc(r->main->pool, sizeof(ngx_event_t)));
+    if (ev == nullptr) return;   // unbounded by time then; the byte bound and proxy_read_timeout still hold
+    ctx->drain_timer = ev;
     ev->handler = drain_timer_handler;
     ev->data = r->main;
     ev->log = r->connection->log;
@@ -154,9 +156,10 @@ void drain_watch_handler(ngx_http_request_t* s) {
 // Bytes of the answer that nobody will read: counted against the bound.
 void drained(ngx_http_request_t* s, RequestCtx* ctx, std::size_t n) {
     ctx->drained += n;
-    if (ctx->drained <= main_conf(s)->drain_size || ctx->drain_timer.posted) return;
-    if (ctx->drain_timer.timer_set) ngx_del_timer(&ctx->drain_timer);
-    ngx_post_event(&ctx->drain_timer, &ngx_posted_events);   // not from inside the upstream's own read
+    ngx_event_t* ev = ctx->drain_timer;
+    if (ctx->drained <= main_conf(s)->drain_size || ev == nullptr || ev->posted) return;
+    if (ev->timer_set) ngx_del_timer(ev);
+    ngx_post_event(ev, &ngx_posted_events);   // not from inside the upstream's own read
 }
 
 // A streamed answer whose head went out: its last bytes.
@@ -641,9 +644,11 @@ ngx_int_t answer_chosen(ngx_http_request_t* r, RequestCtx* ctx) { return answer(
 
 void release_calls(RequestCtx* ctx) {
     if (ctx->retry_timer.timer_set) ngx_del_timer(&ctx->retry_timer);   // the client left during a retry wait
-    if (ctx->drain_timer.timer_set) ngx_del_timer(&ctx->drain_timer);
-    if (ctx->drain_timer.posted) {   // nginx's macro is two statements
-        ngx_delete_posted_event(&ctx->drain_timer);
+    if (ngx_event_t* ev = ctx->drain_timer) {
+        if (ev->timer_set) ngx_del_timer(ev);
+        if (ev->posted) {   // nginx's macro is two statements
+            ngx_delete_posted_event(ev);
+        }
     }
     // A probe whose verdict never came (the client left mid-call) is given
     // back, so the next call probes at once.
