@@ -7,6 +7,7 @@
 #include "core/json/envelope.h"
 #include "core/routing/retry.h"
 #include "ngx/call/call.h"
+#include "ngx/call/drain.h"
 #include "ngx/call/health.h"
 #include "ngx/http/request_events.h"
 #include "ngx/http/headers.h"
@@ -100,66 +101,6 @@ ngx_int_t answer_whole(ngx_http_request_t* r, RequestCtx* ctx, Call& call) {
                   provider_name(call).c_str());
     r->keepalive = 0;
     return NGX_ERROR;
-}
-
-// ------------------------------------------------------------ the drain
-//
-// A client that goes away mid-stream no longer ends the provider call at
-// once: the answer is read on (and dropped) until it ends, so its final
-// usage is billed, within llm_gateway_cancel_drain's time and bytes; past
-// them the call is ended as nginx's own time-out would, and the usage seen
-// so far (or the estimate) is billed.
-
-bool client_gone(ngx_http_request_t* r);
-
-void drain_timer_handler(ngx_event_t* ev) {
-    auto* r = static_cast<ngx_http_request_t*>(ev->data);
-    ngx_connection_t* c = r->connection;
-    RequestCtx* ctx = get_ctx(r);
-    if (ctx != nullptr && ctx->chosen != nullptr && ctx->chosen->state == Call::State::Running) {
-        ngx_log_error(NGX_LOG_INFO, c->log, 0,
-                      "llm_gateway: the drain of a cancelled stream reached its bound (%uz bytes read); closing the "
-                      "provider's answer",
-                      ctx->drained);
-        ctx->chosen->expire();
-    }
-    ngx_http_run_posted_requests(c);
-}
-
-void start_drain(ngx_http_request_t* r, RequestCtx* ctx) {
-    if (ctx->client_left) return;
-    ctx->client_left = true;
-    MainConf* mcf = main_conf(r);
-    ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
-                  "llm_gateway: client closed the connection mid-stream; reading the provider's answer for its usage "
-                  "(at most %M ms, %uz bytes)",
-                  mcf->drain_time, mcf->drain_size);
-    ngx_event_t* ev = static_cast<ngx_event_t*>(ngx_pcalloc(r->main->pool, sizeof(ngx_event_t)));
-    if (ev == nullptr) return;   // unbounded by time then; the byte bound and proxy_read_timeout still hold
-    ctx->drain_timer = ev;
-    ev->handler = drain_timer_handler;
-    ev->data = r->main;
-    ev->log = r->connection->log;
-    ngx_add_timer(ev, mcf->drain_time);
-}
-
-// The subrequest's read handler while its answer streams (instead of the
-// upstream module's, which would end the call when the client goes away).
-void drain_watch_handler(ngx_http_request_t* s) {
-    RequestCtx* ctx = get_ctx(s);
-    if (ctx == nullptr || ctx->client_left || !client_gone(s)) return;
-    ngx_connection_t* c = s->connection;
-    if ((ngx_event_flags & NGX_USE_LEVEL_EVENT) && c->read->active) ngx_del_event(c->read, NGX_READ_EVENT, 0);
-    start_drain(s, ctx);
-}
-
-// Bytes of the answer that nobody will read: counted against the bound.
-void drained(ngx_http_request_t* s, RequestCtx* ctx, std::size_t n) {
-    ctx->drained += n;
-    ngx_event_t* ev = ctx->drain_timer;
-    if (ctx->drained <= main_conf(s)->drain_size || ev == nullptr || ev->posted) return;
-    if (ev->timer_set) ngx_del_timer(ev);
-    ngx_post_event(ev, &ngx_posted_events);   // not from inside the upstream's own read
 }
 
 // A streamed answer whose head went out: its last bytes.
@@ -332,23 +273,6 @@ Launch launch(ngx_http_request_t* r, RequestCtx* ctx) {
                                   "server_error", "provider_unavailable")};
     }
     return {false, NGX_DECLINED};
-}
-
-// Whether the client's connection is gone (HTTP/1: EOF or an error on a
-// peek; HTTP/2 ends its streams itself).
-bool client_gone(ngx_http_request_t* r) {
-#if (NGX_HTTP_V2)
-    if (r->stream != nullptr) return false;
-#endif
-    ngx_connection_t* c = r->connection;
-    if (c->error) return true;
-#if (NGX_HAVE_EPOLLRDHUP)
-    if ((ngx_event_flags & NGX_USE_EPOLL_EVENT) && ngx_use_epoll_rdhup && c->read->pending_eof) return true;
-#endif
-    u_char buf;
-    ssize_t n = recv(c->fd, &buf, 1, MSG_PEEK);
-    if (n == 0) return true;
-    return n == -1 && ngx_socket_errno != NGX_EAGAIN;
 }
 
 // While a wait runs: a client that goes away ends it, with nothing more
