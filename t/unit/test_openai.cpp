@@ -424,3 +424,32 @@ TEST(Scrub, NothingToScrub) {
     EXPECT_EQ(llmgw::scrub_secrets(""), "");
     EXPECT_EQ(llmgw::scrub_secrets(std::string("a\0b", 3)), std::string("a\0b", 3));
 }
+
+TEST(OpenAIStream, CompletionTextBytesOfAChunk) {
+    llmgw::Usage u;
+    std::int64_t n = -1;
+    // content, reasoning and tool-call arguments count; ids, roles, names and logprob tokens do not
+    EXPECT_EQ(llmgw::inspect_stream_chunk(
+                  R"({"id":"c1","choices":[{"index":0,"delta":{"role":"assistant","content":"Hello","reasoning_content":"hm",)"
+                  R"("tool_calls":[{"index":0,"id":"call_1","function":{"name":"get","arguments":"{\"a\":1}"}}]},)"
+                  R"("logprobs":{"content":[{"token":"Hello","logprob":-0.1}]}}]})",
+                  u, &n),
+              ChunkKind::Data);
+    EXPECT_EQ(n, 5 + 2 + 7);
+    EXPECT_EQ(llmgw::inspect_stream_chunk(R"({"choices":[{"delta":{"refusal":"no"}}]})", u, &n), ChunkKind::Data);
+    EXPECT_EQ(n, 2);
+    // "content" outside choices, null content, an empty chunk, [DONE], junk: nothing
+    EXPECT_EQ(llmgw::inspect_stream_chunk(R"({"content":"outside","choices":[{"delta":{"content":null}}]})", u, &n),
+              ChunkKind::Data);
+    EXPECT_EQ(n, 0);
+    EXPECT_EQ(llmgw::inspect_stream_chunk(R"({"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2}})", u, &n),
+              ChunkKind::UsageOnly);
+    EXPECT_EQ(n, 0);
+    EXPECT_EQ(llmgw::inspect_stream_chunk("[DONE]", u, &n), ChunkKind::Done);
+    EXPECT_EQ(n, 0);
+    EXPECT_EQ(llmgw::inspect_stream_chunk(R"({"choices":[{"delta":{"content":"tru)", u, &n), ChunkKind::Other);
+    EXPECT_EQ(n, 0);
+    // escapes count as the decoded bytes
+    EXPECT_EQ(llmgw::inspect_stream_chunk(R"({"choices":[{"delta":{"content":"\u00e9\n"}}]})", u, &n), ChunkKind::Data);
+    EXPECT_EQ(n, 3);
+}

@@ -154,6 +154,7 @@ TEST(TranslatingCodec, AnthropicStreamToOpenAIAtAnyPieceSize) {
         EXPECT_TRUE(r.res.usage.present);
         EXPECT_EQ(r.res.usage.prompt_tokens, 14);
         EXPECT_EQ(r.res.usage.completion_tokens, 7);
+        EXPECT_EQ(r.res.text_bytes, 5) << "the completion text seen: \"Hello\"";
     }
 }
 

@@ -93,6 +93,13 @@ struct StreamEventIR {
     UsageIR usage;
 };
 
+// Whether an event's text is part of the completion (what an output
+// estimate counts).
+inline bool is_completion_text(StreamEventIR::Kind k) {
+    using K = StreamEventIR::Kind;
+    return k == K::Text || k == K::Reasoning || k == K::Refusal || k == K::ToolArgs;
+}
+
 // What a reader made of one upstream SSE event.
 enum class ReadStep {
     More,      // events (maybe none) appended; more to come

@@ -87,6 +87,10 @@ struct CodecResult {
     std::string text;            // scrubbed text for the log (errors)
     Usage usage;
     std::string model;           // the model the answer names (passthrough; "" unknown)
+    // Bytes of completion text a streamed answer carried so far (content,
+    // reasoning, refusals, tool-call arguments): what an estimate of its
+    // output counts when the provider never reports usage.
+    std::int64_t text_bytes = 0;
 };
 
 struct CodecOptions {

@@ -150,6 +150,10 @@ struct TopScan : CountHandler<TopScan> {
     bool in_usage = false, in_choices = false;
     bool error = false, usage_object = false, choices_array = false, choices_empty = false;
     std::int64_t prompt = -1, completion = -1;  // -1: absent or not a count
+    // Inside "choices": the last key named completion text (content,
+    // reasoning_content, refusal, arguments), and the bytes of such strings.
+    bool text_key = false;
+    std::int64_t text_bytes = 0;
 
     void on_value(Kind k) {
         if (depth == 0) {
@@ -171,6 +175,13 @@ struct TopScan : CountHandler<TopScan> {
 
     bool Default() {
         on_value(kScalar);
+        text_key = false;
+        return true;
+    }
+    bool String(const char*, rj::SizeType len, bool) {
+        on_value(kScalar);
+        if (in_choices && text_key) text_bytes += static_cast<std::int64_t>(len);
+        text_key = false;
         return true;
     }
     bool Null() {
@@ -193,15 +204,18 @@ struct TopScan : CountHandler<TopScan> {
         } else if (depth == 2 && in_usage) {
             field = k == "prompt_tokens" ? kPrompt : k == "completion_tokens" ? kCompletion : kOtherField;
         }
+        text_key = in_choices && (k == "content" || k == "reasoning_content" || k == "refusal" || k == "arguments");
         return true;
     }
     bool StartObject() {
         on_value(kObject);
+        text_key = false;
         ++depth;
         return true;
     }
     bool StartArray() {
         on_value(kArray);
+        text_key = false;
         ++depth;
         return true;
     }
@@ -326,14 +340,16 @@ Usage usage_from_response(std::string_view json_body) {
     return u;
 }
 
-ChunkKind inspect_stream_chunk(std::string_view data, Usage& usage) {
+ChunkKind inspect_stream_chunk(std::string_view data, Usage& usage, std::int64_t* text_bytes) {
     usage = Usage();
+    if (text_bytes != nullptr) *text_bytes = 0;
     const std::string_view t = trim(data);
     if (t == "[DONE]") return ChunkKind::Done;
     TopScan h;
     if (!scan(t, h) || !h.root_object) return ChunkKind::Other;
     if (h.error) return ChunkKind::Error;
     h.fill(usage);
+    if (text_bytes != nullptr) *text_bytes = h.text_bytes;
     if (h.choices_array && h.choices_empty && h.usage_object) return ChunkKind::UsageOnly;
     return ChunkKind::Data;
 }

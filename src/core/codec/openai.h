@@ -60,7 +60,9 @@ enum class ChunkKind {
 // Inspects the data of one SSE event of a chat completions stream. usage is
 // reset first, then filled from a usage object (Data, UsageOnly); "usage":
 // null, sent on ordinary chunks when include_usage is on, leaves it absent.
-ChunkKind inspect_stream_chunk(std::string_view data, Usage& usage);
+// text_bytes (when given): the bytes of completion text in its choices
+// (content, reasoning_content, refusal, tool-call arguments).
+ChunkKind inspect_stream_chunk(std::string_view data, Usage& usage, std::int64_t* text_bytes = nullptr);
 
 // Text from an upstream error body fit for logs and events: the
 // error.message when the body is an OpenAI-style error ({"error":"..."} and

@@ -53,8 +53,10 @@ protected:
         for (const SseEvent& ev : events_) {
             if (!ev.data.empty()) {
                 Usage u;
-                ChunkKind k = inspect_stream_chunk(ev.data, u);
+                std::int64_t text = 0;
+                ChunkKind k = inspect_stream_chunk(ev.data, u, &text);
                 if (u.present) res_.usage = u;
+                res_.text_bytes += text;
                 if (k == ChunkKind::Done) done_ = true;
                 if (k == ChunkKind::Error) error_event_ = true;
                 if (k == ChunkKind::UsageOnly && !opt_.client_wants_usage) continue;

@@ -124,6 +124,7 @@ protected:
             ReadStep step = reader_->read_event(ev, ir_, err);
             for (const StreamEventIR& e : ir_) {
                 if (e.kind == StreamEventIR::Kind::Usage) usage_ = e.usage;
+                if (is_completion_text(e.kind)) res_.text_bytes += static_cast<std::int64_t>(e.text.size());
                 writer().event(e, out);
             }
             if (step == ReadStep::Failed) {

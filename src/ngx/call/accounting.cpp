@@ -189,7 +189,8 @@ void account_request(ngx_log_t* log, MainConf* mcf, RequestCtx* ctx, bool cancel
         if (!in.usage.present) {
             in.estimated = true;
             in.usage.prompt_tokens = static_cast<std::int64_t>(ctx->body.size() / 4);
-            in.usage.completion_tokens = 0;
+            // A cancelled stream: what it carried before it ended, bytes / 4.
+            in.usage.completion_tokens = cancelled ? call->outcome().text_bytes / 4 : 0;
         }
         const Price* price = price_of(mcf, *ctx, *call);
         in.cost_micros = price ? cost_micros(*price, in.usage.prompt_tokens, in.usage.completion_tokens) : 0;
