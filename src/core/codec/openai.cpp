@@ -1,6 +1,7 @@
 #include "core/codec/openai.h"
 #include "core/codec/chat_ir.h"
 #include "core/codec/json_counts.h"
+#include "core/http/ascii.h"
 #include "core/json/text_checks.h"
 
 #include <cstdint>
@@ -266,24 +267,11 @@ inline bool is_authority_end(char c) {
     return is_space(c) || c == '\0' || std::strchr("/?#\"'`<>\\", c) != nullptr;
 }
 
-char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
-
-bool iequals(std::string_view a, std::string_view b) {
-    if (a.size() != b.size()) return false;
-    for (std::size_t i = 0; i < a.size(); ++i)
-        if (lower(a[i]) != b[i]) return false;
-    return true;
-}
-
-bool iends_with(std::string_view s, std::string_view suffix) {
-    return s.size() >= suffix.size() && iequals(s.substr(s.size() - suffix.size()), suffix);
-}
-
 // Parameter names whose values are credentials: key, api_key, apiKey,
 // x-goog-api-key, access_token, client_secret, password, sig (Azure SAS)...
 bool sensitive_param(std::string_view name) {
     for (const char* s : {"key", "token", "secret", "password", "passwd", "sig", "signature"})
-        if (iends_with(name, s)) return true;
+        if (ascii_iends_with(name, s)) return true;
     return false;
 }
 
@@ -405,7 +393,7 @@ std::string scrub_secrets(std::string_view t) {
         };
         while (i < n) {
             const char c = t[i];
-            if ((c == 'B' || c == 'b') && (i == 0 || !is_alnum(t[i - 1])) && iequals(t.substr(i, 6), "bearer")) {
+            if ((c == 'B' || c == 'b') && (i == 0 || !is_alnum(t[i - 1])) && ascii_iequals(t.substr(i, 6), "bearer")) {
                 std::size_t j = i + 6, e;
                 while (j < n && (t[j] == ' ' || t[j] == '\t')) ++j;
                 for (e = j; e < n && !is_token_end(t[e]);) ++e;

@@ -6,6 +6,8 @@
 #include <climits>
 #include <utility>
 
+#include "core/http/ascii.h"
+
 namespace llmgw {
 
 namespace {
@@ -16,15 +18,6 @@ int hex_value(char c) {
     if (is_digit(c)) return c - '0';
     if (c >= 'a' && c <= 'f') return c - 'a' + 10;
     return c - 'A' + 10;
-}
-char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
-
-bool iequals(std::string_view a, std::string_view b) {
-    if (a.size() != b.size()) return false;
-    for (std::size_t i = 0; i < a.size(); ++i) {
-        if (lower(a[i]) != lower(b[i])) return false;
-    }
-    return true;
 }
 
 // %XX decoding; false on a bad escape or a NUL byte.
@@ -140,9 +133,9 @@ bool parse_impl(std::string_view text, StoreUrl& url, std::string& err) {
         return false;
     }
     const std::string_view scheme = text.substr(0, sep);
-    if (iequals(scheme, "redis")) {
+    if (ascii_iequals(scheme, "redis")) {
         u.tls = false;
-    } else if (iequals(scheme, "rediss")) {
+    } else if (ascii_iequals(scheme, "rediss")) {
         u.tls = true;
     } else {
         err = "the store URL must begin with redis:// or rediss://";

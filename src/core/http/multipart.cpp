@@ -4,18 +4,10 @@
 
 #include <cstring>
 
+#include "core/http/ascii.h"
+
 namespace llmgw {
 namespace {
-
-char lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
-
-bool iequals(std::string_view a, std::string_view b) {
-    if (a.size() != b.size()) return false;
-    for (std::size_t i = 0; i < a.size(); ++i) {
-        if (lower(a[i]) != lower(b[i])) return false;
-    }
-    return true;
-}
 
 std::string_view trim(std::string_view s) {
     while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
@@ -87,16 +79,16 @@ bool part_name(std::string_view headers, std::string& name) {
         for (char c : key) {
             if (c == ' ' || c == '\t' || static_cast<unsigned char>(c) < 0x21 || c == 0x7f) return false;
         }
-        if (!iequals(key, "content-disposition")) continue;
+        if (!ascii_iequals(key, "content-disposition")) continue;
         if (seen_disposition) return false;
         seen_disposition = true;
         std::string_view value = trim(line.substr(colon + 1));
         std::size_t semi = value.find(';');
-        if (!iequals(trim(value.substr(0, semi)), "form-data")) return false;
+        if (!ascii_iequals(trim(value.substr(0, semi)), "form-data")) return false;
         if (semi == std::string_view::npos) continue;
         bool named = false;
         bool ok = each_param(value.substr(semi + 1), [&](std::string_view k, std::string& v) {
-            if (!iequals(k, "name")) return true;
+            if (!ascii_iequals(k, "name")) return true;
             if (named) return false;   // two names: which field is it?
             named = true;
             name = std::move(v);
@@ -111,12 +103,12 @@ bool part_name(std::string_view headers, std::string& name) {
 
 std::string form_data_boundary(std::string_view content_type) {
     std::size_t semi = content_type.find(';');
-    if (!iequals(trim(content_type.substr(0, semi)), "multipart/form-data")) return {};
+    if (!ascii_iequals(trim(content_type.substr(0, semi)), "multipart/form-data")) return {};
     if (semi == std::string_view::npos) return {};
     std::string boundary;
     bool twice = false;
     bool ok = each_param(content_type.substr(semi + 1), [&](std::string_view k, std::string& v) {
-        if (!iequals(k, "boundary")) return true;
+        if (!ascii_iequals(k, "boundary")) return true;
         if (!boundary.empty()) twice = true;
         boundary = std::move(v);
         return true;
