@@ -1,6 +1,6 @@
-// What the SDK-built test backends (mcp_backend.mjs, a2a_agent.mjs) share
-// with the mock provider's conventions (t/mock/provider.mjs, Gw::Mock): a
-// JSON reply, and the life of the HTTP server. serve() listens on
+// What the test servers share — the mock provider (t/mock/provider.mjs,
+// Gw::Mock) and the SDK-built backends (mcp_backend.mjs, a2a_agent.mjs): a
+// JSON reply, and the life of the HTTP server. Plain Node: no npm package. serve() listens on
 // 127.0.0.1, port 0 (or $MOCK_PORT), prints {"port":N} as the only stdout
 // line, and exits when stdin reaches EOF (unless MOCK_IGNORE_STDIN=1), when
 // the parent goes away, on SIGTERM/SIGINT, or after $MOCK_MAX_LIFETIME_S

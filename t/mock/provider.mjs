@@ -6,7 +6,9 @@
 // stdin reaches EOF (the Perl harness holds the other end of that pipe), when
 // its parent goes away, on SIGTERM/SIGINT, or after $MOCK_MAX_LIFETIME_S
 // seconds (default 1800) as a last-resort bound. MOCK_IGNORE_STDIN=1 disables
-// the stdin watch (for running it by hand in the background).
+// the stdin watch (for running it by hand in the background). That life is
+// serve() of t/js/mock_server.mjs, which the SDK-built test servers share
+// (a plain module: no npm package is needed).
 //
 // It speaks real-shaped wire formats:
 //   OpenAI     POST /v1/chat/completions (JSON or SSE), POST /v1/embeddings,
@@ -33,31 +35,21 @@ import crypto from 'node:crypto';
 import http from 'node:http';
 import { URL } from 'node:url';
 
+import { sendJson, serve } from '../js/mock_server.mjs';
+
 const DEFAULT_STREAM_DELAY_MS = Number(process.env.MOCK_STREAM_DELAY_MS ?? 20);
-const MAX_LIFETIME_S = Number(process.env.MOCK_MAX_LIFETIME_S ?? 1800);
 
 let requests = [];      // recorded non-control requests
 let script = [];        // scripted responses, consumed FIFO
 let reqSeq = 0;
 let connSeq = 0;
 let openConns = 0;
-const sockets = new Set();
 
 const nowS = () => Date.now() / 1000;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const created = () => Math.floor(Date.now() / 1000);
 
 // ---------------------------------------------------------------- helpers
-
-function sendJson(res, status, obj, headers = {}) {
-  const body = Buffer.from(JSON.stringify(obj));
-  res.writeHead(status, {
-    'content-type': 'application/json',
-    'content-length': body.length,
-    ...headers,
-  });
-  res.end(body);
-}
 
 const openaiError = (message, type = 'invalid_request_error', code = null, param = null) =>
   ({ error: { message, type, param, code } });
@@ -574,37 +566,10 @@ const server = http.createServer((req, res) => {
   });
 });
 
-server.keepAliveTimeout = Number(process.env.MOCK_KEEPALIVE_MS ?? 60000);
-server.headersTimeout = server.keepAliveTimeout + 1000;
-server.requestTimeout = 0;
-
 server.on('connection', (sock) => {
   sock.mockConnId = ++connSeq;
   openConns++;
-  sockets.add(sock);
-  sock.on('close', () => { openConns--; sockets.delete(sock); });
+  sock.on('close', () => { openConns--; });
 });
 
-function shutdown(code = 0) {
-  for (const s of sockets) s.destroy();
-  server.close();
-  process.exit(code);
-}
-
-server.listen(Number(process.env.MOCK_PORT ?? 0), '127.0.0.1', () => {
-  process.stdout.write(JSON.stringify({ port: server.address().port }) + '\n');
-});
-
-process.on('SIGTERM', () => shutdown(0));
-process.on('SIGINT', () => shutdown(0));
-if (process.env.MOCK_IGNORE_STDIN !== '1') {
-  process.stdin.on('end', () => shutdown(0));
-  process.stdin.on('error', () => shutdown(0));
-  process.stdin.resume();
-}
-const parent = process.ppid;
-setInterval(() => { if (process.ppid !== parent) shutdown(0); }, 1000).unref();
-setTimeout(() => {
-  process.stderr.write(`mock: max lifetime ${MAX_LIFETIME_S}s reached, exiting\n`);
-  shutdown(1);
-}, MAX_LIFETIME_S * 1000).unref();
+serve(server, 'mock');
