@@ -214,6 +214,20 @@ fails_with('llm_gateway_mcp and llm_gateway in one location',
            conf_with('', api_extra => 'llm_gateway_mcp;'),
            'llm_gateway_mcp;', 'llm_gateway, llm_gateway_admin, llm_gateway_passthrough, llm_gateway_metrics, llm_gateway_mcp and llm_gateway_target_proxy cannot share a location');
 
+my $DRAIN = 'llm_gateway_cancel_drain takes off, or a time from 1ms to 10m and an optional size (e.g. 30s 1m)';
+my $DRAIN_SIZE = 'llm_gateway_cancel_drain size must be a size of at least 1 byte (e.g. 512k, 1m)';
+fails_with('llm_gateway_cancel_drain 0s', conf_with("llm_gateway_cancel_drain 0s;\n"), 'llm_gateway_cancel_drain', $DRAIN);
+fails_with('llm_gateway_cancel_drain over 10m', conf_with("llm_gateway_cancel_drain 11m;\n"), 'llm_gateway_cancel_drain', $DRAIN);
+fails_with('llm_gateway_cancel_drain with a zero size', conf_with("llm_gateway_cancel_drain 10s 0;\n"),
+           'llm_gateway_cancel_drain', $DRAIN_SIZE);
+fails_with('llm_gateway_cancel_drain with a size that is not one', conf_with("llm_gateway_cancel_drain 10s lots;\n"),
+           'llm_gateway_cancel_drain', $DRAIN_SIZE);
+fails_with('llm_gateway_cancel_drain twice', conf_with("llm_gateway_cancel_drain 10s;\nllm_gateway_cancel_drain 20s;\n"),
+           'llm_gateway_cancel_drain', '"llm_gateway_cancel_drain" directive is duplicate', nth => 2);
+fails_with('llm_gateway_ratelimit_headers with a value that is not on or off',
+           conf_with("llm_gateway_ratelimit_headers maybe;\n"), 'llm_gateway_ratelimit_headers',
+           'invalid value "maybe" in "llm_gateway_ratelimit_headers" directive, it must be "on" or "off"');
+
 fails_with('llm_gateway_passthrough in a regex location',
            conf_with('', server => 'location ~ ^/pt/ { llm_gateway_passthrough; }'),
            'llm_gateway_passthrough;',

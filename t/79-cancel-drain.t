@@ -3,7 +3,8 @@
 # final usage chunk, within llm_gateway_cancel_drain's time and bytes. When
 # the answer carries no usage, or a bound ends the drain first, the estimate
 # is billed and the log says so. The cancel is neither a provider success nor
-# a failure: no breaker verdict, no event, no retry (docs/metering.md).
+# a failure: no breaker verdict, no event, no retry (docs/metering.md). The
+# directive's configuration errors are in t/14-config.t.
 use strict;
 use warnings;
 use lib 't/lib';
@@ -161,20 +162,6 @@ subtest 'off: the call ends with its client' => sub {
        'the provider call was closed at once');
     like(wait_usage_line($ng, 'eve', $from), qr/\(estimated\).*|\(client cancelled\)/, 'billed what was seen');
     $ng->stop;
-};
-
-subtest 'configuration errors' => sub {
-    for my $case (['llm_gateway_cancel_drain 0s;', qr/llm_gateway_cancel_drain takes off, or a time from 1ms to 10m/],
-                  ['llm_gateway_cancel_drain 11m;', qr/llm_gateway_cancel_drain takes off/],
-                  ['llm_gateway_cancel_drain 10s 0;', qr/llm_gateway_cancel_drain size must be a size of at least 1 byte/],
-                  ['llm_gateway_cancel_drain 10s lots;', qr/llm_gateway_cancel_drain size must be/],
-                  ["llm_gateway_cancel_drain 10s;\nllm_gateway_cancel_drain 20s;", qr/"llm_gateway_cancel_drain" directive is duplicate/]) {
-        my ($exit, $out) = Gw::nginx_t(GwConf::gateway(http => "$case->[0]\n"), vars => { MOCK => $mock->port });
-        (my $name = $case->[0]) =~ s/\n/ /g;
-        isnt($exit, 0, "$name: nginx -t fails");
-        like($out, $case->[1], "$name: says why");
-        like($out, qr/ in \S+nginx\.conf:\d+/, "$name: with file and line");
-    }
 };
 
 done_testing();
