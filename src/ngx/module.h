@@ -125,6 +125,11 @@ RequestCtx* create_ctx(ngx_http_request_t* r);
 // gives a special buffer that only marks the end.
 ngx_buf_t* string_buf(ngx_pool_t* pool, std::string_view s, bool last);
 ngx_int_t send_body(ngx_http_request_t* r, ngx_uint_t status, std::string_view content_type, std::string_view body);
+// The same, keeping the validators already set (ETag: nginx's not-modified
+// filter may answer 304); copy=false points at bytes that outlive the request
+// (the module's own data) instead of copying them into its pool.
+ngx_int_t send_whole(ngx_http_request_t* r, ngx_uint_t status, std::string_view content_type, std::string_view body,
+                     bool copy);
 ngx_int_t send_json(ngx_http_request_t* r, ngx_uint_t status, const std::string& body);
 ngx_int_t send_error(ngx_http_request_t* r, ngx_uint_t status, std::string_view message, std::string_view type,
                      std::string_view code = {});

@@ -16,7 +16,6 @@ constexpr std::string_view kPagePolicy =
     "base-uri 'self'; form-action 'none'; frame-ancestors 'none'";
 
 ngx_int_t send_ui(ngx_http_request_t* r, const UiAsset& a) {
-    if (RequestCtx* ctx = get_ctx(r)) ctx->own_response = true;
     if (add_header(r, "X-Content-Type-Options", "nosniff") != NGX_OK ||
         add_header(r, "Content-Security-Policy", kPagePolicy) != NGX_OK ||
         add_header(r, "Referrer-Policy", "no-referrer") != NGX_OK ||
@@ -27,27 +26,8 @@ ngx_int_t send_ui(ngx_http_request_t* r, const UiAsset& a) {
     ngx_list_part_t* part = &r->headers_out.headers.part;
     while (part->next != nullptr) part = part->next;
     r->headers_out.etag = static_cast<ngx_table_elt_t*>(part->elts) + (part->nelts - 1);
-
-    r->headers_out.status = NGX_HTTP_OK;
-    r->headers_out.content_length_n = static_cast<off_t>(a.body.size());
-    r->headers_out.content_type = pstr(r->pool, a.content_type);
-    if (r->headers_out.content_type.data == nullptr) return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    r->headers_out.content_type_len = r->headers_out.content_type.len;
-    r->headers_out.content_type_lowcase = nullptr;
-
-    ngx_int_t rc = ngx_http_send_header(r);
-    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) return rc;   // HEAD, or 304
-
-    auto* b = static_cast<ngx_buf_t*>(ngx_calloc_buf(r->pool));
-    if (b == nullptr) return NGX_ERROR;
     // The module's read-only data, never copied: it outlives every request.
-    b->pos = reinterpret_cast<u_char*>(const_cast<char*>(a.body.data()));
-    b->last = b->pos + a.body.size();
-    b->memory = 1;
-    b->last_buf = r == r->main ? 1 : 0;
-    b->last_in_chain = 1;
-    ngx_chain_t out{b, nullptr};
-    return ngx_http_output_filter(r, &out);
+    return send_whole(r, NGX_HTTP_OK, a.content_type, a.body, false);
 }
 
 }  // namespace

@@ -47,7 +47,8 @@ ngx_buf_t* string_buf(ngx_pool_t* pool, std::string_view s, bool last) {
     return b;
 }
 
-ngx_int_t send_body(ngx_http_request_t* r, ngx_uint_t status, std::string_view content_type, std::string_view body) {
+ngx_int_t send_whole(ngx_http_request_t* r, ngx_uint_t status, std::string_view content_type, std::string_view body,
+                     bool copy) {
     if (RequestCtx* ctx = get_ctx(r)) ctx->own_response = true;
     r->headers_out.status = status;
     r->headers_out.content_length_n = static_cast<off_t>(body.size());
@@ -57,15 +58,30 @@ ngx_int_t send_body(ngx_http_request_t* r, ngx_uint_t status, std::string_view c
     r->headers_out.content_type_lowcase = nullptr;
     ngx_http_clear_accept_ranges(r);
     ngx_http_clear_last_modified(r);
-    ngx_http_clear_etag(r);
 
     ngx_int_t rc = ngx_http_send_header(r);
-    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) return rc;
+    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) return rc;   // an error, HEAD, or a 304
 
-    ngx_buf_t* b = string_buf(r->pool, body, r == r->main);
-    if (b == nullptr) return NGX_ERROR;
+    ngx_buf_t* b;
+    if (copy) {
+        b = string_buf(r->pool, body, r == r->main);
+        if (b == nullptr) return NGX_ERROR;
+    } else {
+        b = static_cast<ngx_buf_t*>(ngx_calloc_buf(r->pool));
+        if (b == nullptr) return NGX_ERROR;
+        b->pos = reinterpret_cast<u_char*>(const_cast<char*>(body.data()));
+        b->last = b->pos + body.size();
+        b->memory = 1;   // read-only: nothing downstream writes into it
+        b->last_buf = r == r->main ? 1 : 0;
+        b->last_in_chain = 1;
+    }
     ngx_chain_t out{b, nullptr};
     return ngx_http_output_filter(r, &out);
+}
+
+ngx_int_t send_body(ngx_http_request_t* r, ngx_uint_t status, std::string_view content_type, std::string_view body) {
+    ngx_http_clear_etag(r);
+    return send_whole(r, status, content_type, body, true);
 }
 
 ngx_int_t send_json(ngx_http_request_t* r, ngx_uint_t status, const std::string& body) {
