@@ -23,7 +23,7 @@ my %PKEY = (mock => 'sk-prov-mock-a1', other => 'sk-prov-other-b2', slow => 'sk-
 my $AUTH = GwConf::bearer($KEY);
 
 my $mock = Gw::Mock->start();
-my $dead = Gw::free_port();    # nothing listens there
+my $dead = Gw::closed_port();    # nothing listens there
 ok(!Gw::port_open($dead), "port $dead is closed");
 
 # No provider is the default here: an unknown model is a 404.

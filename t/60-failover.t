@@ -18,7 +18,7 @@ GwRedis::need_redis();
 my $KEY = 'sk-fo-alice-1a2b';
 my $mock = Gw::Mock->start();
 my $rd = GwRedis->start();
-my $closed_port = Gw::free_port();   # nothing listens there: connection refused
+my $closed_port = Gw::closed_port();   # nothing listens there: connection refused
 
 my @providers = (
     { name => 'p1',   type => 'openai',    key => 'sk-p1', models => 'gpt-4o-mini' },

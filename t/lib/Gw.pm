@@ -111,6 +111,16 @@ sub free_port {
     return $port;
 }
 
+# A port that refuses connections for the life of the test: a socket is
+# bound to it and never listens, so no other test's server can take it.
+my @held_ports;
+sub closed_port {
+    my $s = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => 0, Proto => 'tcp', ReuseAddr => 0)
+        or die "Gw::closed_port: $!";
+    push @held_ports, $s;
+    return $s->sockport;
+}
+
 # True when something accepts TCP connections on 127.0.0.1:$port.
 sub port_open {
     my ($port) = @_;
