@@ -222,6 +222,24 @@ fails_with('llm_gateway_cancel_drain with a zero size', conf_with("llm_gateway_c
            'llm_gateway_cancel_drain', $DRAIN_SIZE);
 fails_with('llm_gateway_cancel_drain with a size that is not one', conf_with("llm_gateway_cancel_drain 10s lots;\n"),
            'llm_gateway_cancel_drain', $DRAIN_SIZE);
+my $BM_TTL = 'llm_gateway_budget_mode ttl= must be a whole number of seconds from 1s to 1d (e.g. 10m); it must outlive the providers\' proxy_read_timeout';
+fails_with('llm_gateway_budget_mode with an unknown mode', conf_with("llm_gateway_budget_mode strict;\n"),
+           'llm_gateway_budget_mode', 'llm_gateway_budget_mode takes "check" or "reserve", not "strict"');
+fails_with('llm_gateway_budget_mode check with parameters', conf_with("llm_gateway_budget_mode check ttl=5m;\n"),
+           'llm_gateway_budget_mode', 'llm_gateway_budget_mode check takes no parameters');
+fails_with('llm_gateway_budget_mode reserve ttl=0', conf_with("llm_gateway_budget_mode reserve ttl=0s;\n"),
+           'llm_gateway_budget_mode', $BM_TTL);
+fails_with('llm_gateway_budget_mode reserve ttl=500ms', conf_with("llm_gateway_budget_mode reserve ttl=500ms;\n"),
+           'llm_gateway_budget_mode', $BM_TTL);
+fails_with('llm_gateway_budget_mode reserve ttl=2d', conf_with("llm_gateway_budget_mode reserve ttl=2d;\n"),
+           'llm_gateway_budget_mode', $BM_TTL);
+fails_with('llm_gateway_budget_mode reserve output=0', conf_with("llm_gateway_budget_mode reserve output=0;\n"),
+           'llm_gateway_budget_mode', 'llm_gateway_budget_mode output= must be a number of tokens from 1 to 10000000');
+fails_with('llm_gateway_budget_mode reserve with an unknown parameter',
+           conf_with("llm_gateway_budget_mode reserve hold=1;\n"),
+           'llm_gateway_budget_mode', 'invalid parameter "hold" of llm_gateway_budget_mode: use ttl=time output=N');
+fails_with('llm_gateway_budget_mode twice', conf_with("llm_gateway_budget_mode reserve;\nllm_gateway_budget_mode check;\n"),
+           'llm_gateway_budget_mode', '"llm_gateway_budget_mode" directive is duplicate', nth => 2);
 fails_with('llm_gateway_cancel_drain twice', conf_with("llm_gateway_cancel_drain 10s;\nllm_gateway_cancel_drain 20s;\n"),
            'llm_gateway_cancel_drain', '"llm_gateway_cancel_drain" directive is duplicate', nth => 2);
 fails_with('llm_gateway_ratelimit_headers with a value that is not on or off',

@@ -91,6 +91,9 @@ struct RequestCtx {
     AdmissionResult admit_result;
     // llm_gateway_ratelimit_headers: the limits admission checked, and the
     // headers that say what remains (added to the client's head once).
+    // llm_gateway_budget_mode reserve: what settling releases (empty: no
+    // reservation held).
+    std::vector<Incr> releases;
     std::vector<LimitShape> limit_shapes;
     std::vector<std::pair<std::string, std::string>> allowance;
     bool allowance_sent = false;
@@ -210,6 +213,8 @@ ngx_int_t finish_admission(ngx_http_request_t* r, RequestCtx* ctx);
 // cancelled: the client went away mid-call; tokens are still counted, the
 // provider call is counted as neither success nor failure.
 void account_request(ngx_log_t* log, MainConf* mcf, RequestCtx* ctx, bool cancelled = false);
+// Releases the request's reservation, if it holds one no accounting settled.
+void release_reservation(MainConf* mcf, RequestCtx* ctx);
 // Provider attempt/failure counters of one call, once (calls that did not answer the client).
 void account_call(ngx_log_t* log, MainConf* mcf, RequestCtx* ctx, Call& call);
 // One request of each tool server or agent listed (their scopes: kind mcp
@@ -270,6 +275,8 @@ char* set_instance(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
 char* set_retry_backoff(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
 char* set_breaker(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
 char* set_cancel_drain(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
+// budget_directives.cpp
+char* set_budget_mode(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
 char* set_stats(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
 // target_directives.cpp
 char* set_mcp_server(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);

@@ -23,6 +23,7 @@
 
 #include "core/store/admit_script.h"
 #include "core/metering/limits.h"
+#include "core/metering/reservation.h"
 #include "core/store/resp.h"
 #include "core/metering/windows.h"
 
@@ -916,4 +917,40 @@ TEST_F(AdmitScriptRedis, AccountingSaturatesNearTheMaximum) {
     ASSERT_EQ(v.type, T::Integer) << v.str;
     EXPECT_EQ(c_.call({"GET", "sat:a"}).str, "9223372036854775807");
     EXPECT_EQ(get("sat:b"), 14);
+}
+
+// Reservations (core/metering/reservation.h): the admission reserves, the
+// accounting script settles: the real usage in, the reservation out, in one
+// call; a release of a counter that expired touches nothing.
+TEST_F(AdmitScriptRedis, ReservationsHoldAndSettle) {
+    Limits user;
+    user.tokens_per_day = 1000;
+    const std::vector<Scope> scopes = {{"user", "alice", &user}, {"total", "all", nullptr}};
+    AdmissionPlan plan = build_admission_plan(scopes, kNow, false, 600);
+    set_reservation(plan, ReserveAmounts{300, 0});
+    int admitted = 0;
+    for (int i = 0; i < 5; ++i) admitted += admit_ok(plan).admitted ? 1 : 0;
+    EXPECT_EQ(admitted, 3);                                    // 3 * 300 <= 1000 < 4 * 300
+    const std::vector<Incr> rel = reservation_releases(plan);
+    ASSERT_EQ(rel.size(), 1u);
+    EXPECT_EQ(get(rel[0].key), 900);
+    EXPECT_GE(ttl(rel[0].key), 600);
+    // One settles: 100 real tokens in, its 300 out.
+    const std::vector<Incr> usage{{key("user", "alice", "tokin", Window::Day), 80, 1000},
+                                  {key("user", "alice", "tokout", Window::Day), 20, 1000}};
+    RespValue v = c_.call(account_command_bounded(usage, {}, 10, 1000, "op:r1", 3600, false, rel));
+    ASSERT_EQ(v.type, T::Integer) << v.str;
+    EXPECT_EQ(get(rel[0].key), 600);
+    EXPECT_EQ(get(key("user", "alice", "tokin", Window::Day)), 80);
+    AdmissionResult r = admit_ok(plan);                        // 100 + 600 + 300 <= 1000
+    EXPECT_TRUE(r.admitted);
+    EXPECT_EQ(r.used[0], 700);
+    // The rest settle with no usage: the counter goes, not below zero.
+    for (int i = 0; i < 3; ++i) c_.call(account_command_bounded({}, {}, 10, 1000, "op:z" + std::to_string(i), 3600, false, rel));
+    EXPECT_EQ(c_.call({"EXISTS", rel[0].key}).integer, 0);
+    // A late settle: the counter is gone; it is not created negative.
+    v = c_.call(account_command_bounded(usage, {}, 10, 1000, "op:late", 3600, false, rel));
+    ASSERT_EQ(v.type, T::Integer) << v.str;
+    EXPECT_EQ(c_.call({"EXISTS", rel[0].key}).integer, 0);
+    EXPECT_EQ(get(key("user", "alice", "tokin", Window::Day)), 160);
 }

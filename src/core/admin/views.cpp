@@ -17,7 +17,7 @@ void model_entry(JsonWriter& w, std::string_view id, std::string_view owner) {
 }
 
 void usage_entry(JsonWriter& w, const char* kind, const std::string& id, const std::string* group,
-                 const Limits* limits, const std::int64_t* v) {
+                 const Limits* limits, const std::int64_t* v, const std::int64_t* reserved) {
     w.begin_object().field("kind", kind).field("name", id);
     if (group != nullptr) w.field("group", *group);
     w.field("requestsPerMinute", v[kUsageReqMin]);
@@ -29,6 +29,10 @@ void usage_entry(JsonWriter& w, const char* kind, const std::string& id, const s
     w.field("costPerDayMicroUsd", v[kUsageCostDay]);
     w.field("costPerMonthMicroUsd", v[kUsageCostMonth]);
     w.field("rejectionsPerDay", v[kUsageRejDay]);
+    if (reserved != nullptr) {
+        w.field("reservedTokens", reserved[0]);
+        w.field("reservedCostMicroUsd", reserved[1]);
+    }
     w.key("lastSeen").time(v[kUsageSeen]);
     write_limits(w, limits);
     w.end_object();
@@ -72,8 +76,15 @@ std::string render_models(const GatewayConfig& cfg, const std::vector<std::vecto
 }
 
 std::string render_usage(const Directory& dir, std::time_t now, const std::vector<std::int64_t>& values,
-                         const std::string& replica) {
-    const std::size_t need = (dir.users().size() + dir.groups().size() + 1) * kUsageSlots;
+                         const std::string& replica, const std::vector<std::int64_t>& reserved) {
+    const std::size_t scopes = dir.users().size() + dir.groups().size() + 1;
+    const std::size_t need = scopes * kUsageSlots;
+    const std::int64_t* rv = reserved.size() == 2 * scopes ? reserved.data() : nullptr;
+    auto next_reserved = [&rv]() {
+        const std::int64_t* at = rv;
+        if (rv != nullptr) rv += 2;
+        return at;
+    };
     std::vector<std::int64_t> padded;
     const std::int64_t* v = values.data();
     if (values.size() < need) {   // a caller's bug; never read past the end
@@ -84,16 +95,16 @@ std::string render_usage(const Directory& dir, std::time_t now, const std::vecto
     JsonWriter w;
     w.begin_object().key("time").time(now).field("replica", replica).key("users").begin_array();
     for (const auto& u : dir.users()) {
-        usage_entry(w, "user", u.name, &u.group, &u.limits, v);
+        usage_entry(w, "user", u.name, &u.group, &u.limits, v, next_reserved());
         v += kUsageSlots;
     }
     w.end_array().key("groups").begin_array();
     for (const auto& g : dir.groups()) {
-        usage_entry(w, "group", g.name, nullptr, &g.limits, v);
+        usage_entry(w, "group", g.name, nullptr, &g.limits, v, next_reserved());
         v += kUsageSlots;
     }
     w.end_array().key("total");
-    usage_entry(w, "total", "all", nullptr, nullptr, v);
+    usage_entry(w, "total", "all", nullptr, nullptr, v, next_reserved());
     w.end_object();
     return w.take();
 }

@@ -24,8 +24,11 @@ std::string render_models(const GatewayConfig& cfg,
 
 // values: kUsageSlots values (core/metering/keys.h order) per user, per
 // group, then for the total, as read from the keys of append_usage_keys.
+// reserved (llm_gateway_budget_mode reserve): two values per scope in the
+// same order, the tokens and the micro-USD its live reservations hold,
+// shown as reservedTokens and reservedCostMicroUsd; empty: not shown.
 std::string render_usage(const Directory& dir, std::time_t now, const std::vector<std::int64_t>& values,
-                         const std::string& replica);
+                         const std::string& replica, const std::vector<std::int64_t>& reserved = {});
 
 struct OverviewStore {
     bool shared = false;           // a Redis store; false: shared memory only

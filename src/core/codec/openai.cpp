@@ -106,6 +106,21 @@ private:
     }
 };
 
+// RequestInfo::max_output (a reservation's worst case, docs/metering.md).
+std::int64_t max_output_of(const rj::Document& doc) {
+    std::int64_t most = 0;
+    for (const char* name : {"max_tokens", "max_completion_tokens", "max_output_tokens"}) {
+        auto m = doc.FindMember(name);
+        if (m != doc.MemberEnd() && m->value.IsInt64() && m->value.GetInt64() > most) most = m->value.GetInt64();
+    }
+    auto n = doc.FindMember("n");
+    if (most > 0 && n != doc.MemberEnd() && n->value.IsInt64() && n->value.GetInt64() > 1 && n->value.GetInt64() <= 128 &&
+        most <= INT64_MAX / 128) {
+        most *= n->value.GetInt64();
+    }
+    return most;
+}
+
 const char* check_request(const rj::Document& doc, RequestInfo& inf) {
     if (!doc.IsObject()) return "request body must be a JSON object";
     // Duplicates would let the gateway and the upstream read different values.
@@ -131,6 +146,7 @@ const char* check_request(const rj::Document& doc, RequestInfo& inf) {
         auto iu = opts->value.FindMember("include_usage");
         inf.client_wants_usage = iu != opts->value.MemberEnd() && iu->value.IsTrue();
     }
+    inf.max_output = max_output_of(doc);
     return nullptr;
 }
 

@@ -19,6 +19,10 @@ struct RequestInfo {
     std::string model;               // as the client sent it
     bool stream = false;             // "stream": true
     bool client_wants_usage = false; // "stream_options": {"include_usage": true}
+    // The most output the request allows: the largest positive integer of
+    // "max_tokens", "max_completion_tokens" and "max_output_tokens", times
+    // "n" (choices, 1..128) when given; 0 when it names none.
+    std::int64_t max_output = 0;
 };
 
 // A parsed JSON request body. parse() returns nullptr and sets err (a sentence

@@ -64,6 +64,13 @@ void append_usage_keys(std::string_view kind, std::string_view id, std::time_t n
     out.push_back(seen_key(kind, id));
 }
 
+std::string reserved_key(std::string_view kind, std::string_view id, bool tokens, std::int64_t slot) {
+    std::string key = scope_prefix(kind, id);
+    key.append(tokens ? "rtok:rsv:" : "rcost:rsv:");
+    key.append(std::to_string(slot));
+    return key;
+}
+
 std::string op_key(std::string_view unique) {
     std::string key = "llmgw:op:";
     key.append(unique);

@@ -3,6 +3,8 @@
 // view) and the shared-memory entries all build their keys here.
 //
 //   counter    llmgw:<kind>:<id>:<metric>:<window>:<bucket>
+//   reserved   llmgw:<kind>:<id>:rtok:rsv:<slot>   (tokens reserved in one slot,
+//              llmgw:<kind>:<id>:rcost:rsv:<slot>   cost; core/metering/reservation.h)
 //   last seen  llmgw:<kind>:<id>:seen
 //   shm entry  llmgw:<kind>:<id>:<window>:<bucket>   (a counter key without its metric)
 //   scope      llmgw:<kind>:<id>:                     (prefix of all of the above)
@@ -26,6 +28,8 @@ constexpr const char* kEventsKey = "llmgw:events";
 std::string counter_key(std::string_view kind, std::string_view id, std::string_view metric, Window w,
                         std::string_view bucket);
 std::string seen_key(std::string_view kind, std::string_view id);
+// The reserved counter of a scope's slot; tokens ("rtok") when tokens, else cost ("rcost").
+std::string reserved_key(std::string_view kind, std::string_view id, bool tokens, std::int64_t slot);
 std::string scope_prefix(std::string_view kind, std::string_view id);
 
 // The shared-memory entry key of a scope's window, written into out (its

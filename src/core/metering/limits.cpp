@@ -1,6 +1,8 @@
 // Limits: validation of configured values and the admission plan.
 #include "core/metering/limits.h"
 
+#include "core/metering/reservation.h"
+
 #include <charconv>
 #include <cstdint>
 #include <cmath>
@@ -237,10 +239,12 @@ std::string set_limit_number(Limits& l, std::string_view name, double value, boo
     return "";
 }
 
-AdmissionPlan build_admission_plan(const std::vector<Scope>& scopes, std::time_t now, bool in_process) {
+AdmissionPlan build_admission_plan(const std::vector<Scope>& scopes, std::time_t now, bool in_process,
+                                   std::int64_t reserve_ttl) {
     AdmissionPlan plan;
     for (const Scope& s : scopes) {
         if (s.limits == nullptr) continue;
+        bool reserves[3] = {false, false, false};   // by Measure
         for (const CheckSpec& c : kChecks) {
             const std::int64_t limit = s.limits->*(c.field);
             if (limit <= 0) continue;
@@ -256,7 +260,18 @@ AdmissionPlan build_admission_plan(const std::vector<Scope>& scopes, std::time_t
             ch.message = violation_message(s, c, limit);
             ch.measure = c.measure;
             ch.window = c.window;
+            if (reserve_ttl > 0 && c.measure != Measure::Requests) {
+                append_reserved_keys(s.kind, s.id, c.measure, now, reserve_ttl, ch.keys);
+                ch.reserves = true;
+                reserves[static_cast<int>(c.measure)] = true;
+            }
             plan.checks.push_back(std::move(ch));
+        }
+        for (const Measure m : {Measure::Tokens, Measure::Cost}) {
+            if (!reserves[static_cast<int>(m)]) continue;
+            plan.reserve.push_back({plan.admit.size(), m});
+            plan.admit.push_back(Incr{reserved_key(s.kind, s.id, m, reserve_slot(now, reserve_ttl)), 0,
+                                      reserve_key_ttl(now, reserve_ttl)});
         }
     }
     const std::string day = bucket(Window::Day, now);

@@ -56,6 +56,10 @@ struct Check {
     std::string message;            // e.g. "rate limit exceeded: user \"alice\" requestsPerMinute 50", "budget exceeded: group \"eng\" costPerDayUSD 1.5"
     Measure measure = Measure::Requests;
     Window window = Window::Min;
+    // Reservations (core/metering/reservation.h): the check's keys include
+    // the scope's live reserved counters of its measure, and its add is the
+    // request's reservation (breach when sum + add > limit).
+    bool reserves = false;
 };
 
 struct Incr {
@@ -71,13 +75,25 @@ struct AdmissionPlan {
     std::vector<Check> checks;
     std::vector<Incr> admit;
     std::vector<Incr> reject;
+    // Reservations: the admit increments that reserve (index, measure);
+    // their delta is the request's reservation (set_reservation).
+    struct Reserve {
+        std::size_t admit_index;
+        Measure measure;
+    };
+    std::vector<Reserve> reserve;
 };
 
 // scopes: the request's user, group and total scopes (more may follow).
 // Admission bumps req in every window (min, hour, day, month) of every
 // scope; rejection bumps "rej" (day window) of every user/group scope and of
 // total. in_process selects ttl_seconds_in_process.
-AdmissionPlan build_admission_plan(const std::vector<Scope>& scopes, std::time_t now, bool in_process);
+// reserve_ttl > 0 (llm_gateway_budget_mode reserve): the token and cost
+// checks also sum the scope's live reserved counters, and the admission
+// reserves in the current slot of every scope with a limit of that measure
+// (amounts 0 until set_reservation; see core/metering/reservation.h).
+AdmissionPlan build_admission_plan(const std::vector<Scope>& scopes, std::time_t now, bool in_process,
+                                   std::int64_t reserve_ttl = 0);
 
 struct AdmissionResult {
     bool admitted = true;

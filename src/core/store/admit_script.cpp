@@ -129,7 +129,7 @@ return {0, unpack(used)}
 // An increment that would pass INT64_MAX (INCRBY refuses it: "increment or
 // decrement would overflow") sets the counter to INT64_MAX instead, keeping
 // its TTL, like the shared-memory store and the admission script.
-const char kAccountScript[] = R"LUA(-- llm_gateway accounting v2
+const char kAccountScript[] = R"LUA(-- llm_gateway accounting v3
 )LUA";
 
 const char kAccountScriptTail[] = R"LUA(if ARGV[1] ~= 'b' then
@@ -169,6 +169,14 @@ for g = 1, ngroups do
     a = a + 2; n = n + 1
   end
   k = k + 2 * cnt
+end
+local nrel = tonumber(ARGV[a] or '0') or 0
+a = a + 1
+for i = 1, nrel do
+  if redis.call('EXISTS', KEYS[k]) == 1 then
+    if redis.call('DECRBY', KEYS[k], ARGV[a]) <= 0 then redis.call('DEL', KEYS[k]) end
+  end
+  k = k + 1; a = a + 1
 end
 redis.call('SET', op, choices, 'EX', opttl)
 return n
@@ -272,7 +280,7 @@ std::vector<std::string> account_command(const std::vector<Incr>& incrs, bool by
 
 std::vector<std::string> account_command_bounded(const std::vector<Incr>& plain, const std::vector<BoundedIncrs>& groups,
                                                  std::int64_t max_ids, std::int64_t ids_ttl, const std::string& op_key,
-                                                 std::int64_t op_ttl, bool by_sha) {
+                                                 std::int64_t op_ttl, bool by_sha, const std::vector<Incr>& releases) {
     std::vector<std::string> cmd;
     try {
         std::vector<std::string> keys{kStatsIdsKey, op_key};
@@ -294,6 +302,13 @@ std::vector<std::string> account_command_bounded(const std::vector<Incr>& plain,
                 args.push_back(std::to_string(in.ttl));
             }
             keys.insert(keys.end(), g.overflow_keys.begin(), g.overflow_keys.end());
+        }
+        if (!releases.empty()) {
+            args.push_back(std::to_string(releases.size()));
+            for (const Incr& in : releases) {
+                keys.push_back(in.key);
+                args.push_back(std::to_string(in.delta));
+            }
         }
         cmd = script_command(by_sha, by_sha ? account_script_sha1() : std::string(), account_script_source(), keys,
                              args);

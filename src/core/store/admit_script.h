@@ -96,10 +96,16 @@ std::vector<std::string> account_command(const std::vector<Incr>& incrs, bool by
 // (SET NX EX op_ttl) and writes nothing when that fails (reply -1); at the
 // end the op key records "w" and one character per group, '0' own keys,
 // '1' overflow keys.
+// releases: a reservation's release (core/metering/reservation.h), in the
+// same call: each counter that exists is DECRBY'd its delta and deleted
+// when that leaves it at 0 or below; a counter that expired is left alone.
 // Layout: KEYS = set, op key, plain keys, per group its keys then its
-// overflow keys; ARGV = "b", max_ids, ids_ttl, op_ttl, nplain, (delta, ttl)
-// per plain counter, ngroups, per group: member, n, (delta, ttl) per counter.
+// overflow keys, then the release keys; ARGV = "b", max_ids, ids_ttl,
+// op_ttl, nplain, (delta, ttl) per plain counter, ngroups, per group:
+// member, n, (delta, ttl) per counter, then nrelease, delta per release.
 // Reply: Integer, the number of counters written (-1: cancelled before).
+// A cancel (below) undoes the increments, not the releases: a reservation
+// released twice is at worst released early.
 struct BoundedIncrs {
     std::string member;
     std::vector<Incr> incrs;
@@ -107,7 +113,8 @@ struct BoundedIncrs {
 };
 std::vector<std::string> account_command_bounded(const std::vector<Incr>& plain, const std::vector<BoundedIncrs>& groups,
                                                  std::int64_t max_ids, std::int64_t ids_ttl, const std::string& op_key,
-                                                 std::int64_t op_ttl, bool by_sha = true);
+                                                 std::int64_t op_ttl, bool by_sha = true,
+                                                 const std::vector<Incr>& releases = {});
 
 // ---- Ops and cancels ----
 // A call whose reply never came (time-out, connection lost) may still run

@@ -1,10 +1,12 @@
 // The admin location: the usage and overview documents and the targets
 // view, and what every admin handler shares (admin_http.h). The access phase already answered 401/403 where needed.
 #include <ctime>
+#include <algorithm>
 
 #include "core/admin/targets_view.h"
 #include "core/admin/views.h"
 #include "core/metering/keys.h"
+#include "core/metering/reservation.h"
 #include "ngx/admin/admin_http.h"
 #include "ngx/call/health.h"
 #include "ngx/discovery/model_cache.h"
@@ -88,11 +90,29 @@ ngx_int_t usage(ngx_http_request_t* r, RequestCtx* ctx) {
     for (const auto& g : dir.groups()) append_usage_keys("group", g.name, now, *keys);
     append_usage_keys("total", "all", now, *keys);
     const std::size_t n = keys->size();
+    // Reservations: each scope's live reserved counters, after the usage.
+    const std::int64_t ttl = main_conf(r)->reserve_ttl;
+    if (ttl > 0) {
+        auto reserved = [&](std::string_view kind, std::string_view id) {
+            for (Measure m : {Measure::Tokens, Measure::Cost}) append_reserved_keys(kind, id, m, now, ttl, *keys);
+        };
+        for (const auto& u : dir.users()) reserved("user", u.name);
+        for (const auto& g : dir.groups()) reserved("group", g.name);
+        reserved("total", "all");
+    }
+    const std::size_t all = keys->size();
     return read_then(r, ctx, counter_store(main_conf(r)), keys,
-                     [r, ctx, now, n](const StoreReply& reply, const std::vector<std::int64_t>& values) {
-                         if (reply.status != StoreStatus::Ok || values.size() != n) return store_unreadable(r);
+                     [r, ctx, now, n, all](const StoreReply& reply, const std::vector<std::int64_t>& values) {
+                         if (reply.status != StoreStatus::Ok || values.size() != all) return store_unreadable(r);
+                         std::vector<std::int64_t> reserved;
+                         for (std::size_t i = n; i + kReserveSlots <= all; i += kReserveSlots) {
+                             std::int64_t sum = 0;
+                             for (int k = 0; k < kReserveSlots; ++k) sum += std::max<std::int64_t>(values[i + k], 0);
+                             reserved.push_back(sum);
+                         }
+                         std::vector<std::int64_t> usage(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(n));
                          return send_json(r, NGX_HTTP_OK,
-                                          render_usage(*ctx->directory, now, values, main_conf(r)->state->replica));
+                                          render_usage(*ctx->directory, now, usage, main_conf(r)->state->replica, reserved));
                      });
 }
 

@@ -87,8 +87,9 @@ const Price* price_of(MainConf* mcf, const RequestCtx& ctx, const Call& c) {
     return mcf->state->prices.find(c.provider->name, provider_type_name(c.provider->type), c.target->upstream_model);
 }
 
-void apply(CounterStore* store, const std::vector<ScopeDelta>& deltas, std::time_t now) {
-    store->apply(deltas, now, [](const StoreReply& rep) {
+void apply(CounterStore* store, const std::vector<ScopeDelta>& deltas, std::time_t now,
+           const std::vector<Incr>& releases = {}) {
+    store->settle(deltas, releases, now, [](const StoreReply& rep) {
         if (rep.status != StoreStatus::Ok) {
             ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0, "llm_gateway: accounting dropped: %s", log_text(rep.error).c_str());
         }
@@ -242,8 +243,19 @@ void account_request(ngx_log_t* log, MainConf* mcf, RequestCtx* ctx, bool cancel
         call->accounted = true;
         if (!cancelled) add_provider_deltas(deltas, call->provider->name, provmodel, overflow, call_failed(*call));
     }
-    apply(store, deltas, now);
+    // The reservation (llm_gateway_budget_mode reserve) is released in the
+    // same store operation that counts the real usage: the settle.
+    std::vector<Incr> releases = std::move(ctx->releases);
+    ctx->releases.clear();
+    apply(store, deltas, now, releases);
     touch_last_seen(store, scopes, now);
+}
+
+void release_reservation(MainConf* mcf, RequestCtx* ctx) {
+    if (ctx->releases.empty()) return;
+    std::vector<Incr> releases = std::move(ctx->releases);
+    ctx->releases.clear();
+    if (CounterStore* store = counter_store(mcf)) apply(store, {}, ngx_time(), releases);
 }
 
 void account_targets(MainConf* mcf, const std::vector<const TargetConf*>& targets) {

@@ -2,7 +2,10 @@
 // atomic store operation that checks every limit of the request's scopes in
 // precedence order and counts the request (or, when rejected, counts the
 // rejection instead).
+#include <algorithm>
 #include <unordered_map>
+
+#include "core/metering/reservation.h"
 
 #include "ngx/events/feed.h"
 #include "ngx/http/request_events.h"
@@ -58,7 +61,8 @@ bool priced_or_allowed(ngx_http_request_t* r, RequestCtx* ctx, MainConf* mcf) {
 // A user's admission plan is the same for every request within one second
 // (its keys name the current buckets, its Retry-After values count from that
 // second), so each worker keeps the plans of the current second.
-const AdmissionPlan& plan_for(PlanCache& pc, const RequestCtx& ctx, std::time_t now, bool in_process) {
+const AdmissionPlan& plan_for(PlanCache& pc, const RequestCtx& ctx, std::time_t now, bool in_process,
+                              std::int64_t reserve_ttl) {
     if (pc.dir != ctx.directory.get() || pc.plans[0].size() + pc.plans[1].size() > 4096) {
         pc.dir = ctx.directory.get();   // users were reloaded: their addresses may be reused
         pc.plans[0].clear();
@@ -66,10 +70,31 @@ const AdmissionPlan& plan_for(PlanCache& pc, const RequestCtx& ctx, std::time_t 
     }
     PlanCache::Cached& c = pc.plans[ctx.is_admin_traffic ? 1 : 0][ctx.user];
     if (c.second != now || c.plan.admit.empty()) {
-        c.plan = build_admission_plan(request_scopes(ctx), now, in_process);
+        c.plan = build_admission_plan(request_scopes(ctx), now, in_process, reserve_ttl);
         c.second = now;
     }
     return c.plan;
+}
+
+// A request's worst case (llm_gateway_budget_mode reserve): its input
+// estimate plus the output it allows (or output=), priced at the dearest of
+// its failover targets. A passthrough's model is unknown: it reserves
+// nothing.
+ReserveAmounts reservation_for(const MainConf* mcf, const RequestCtx& ctx) {
+    ReserveAmounts a;
+    const std::int64_t in = estimate_input_tokens(ctx.body.size());
+    std::int64_t out = ctx.doc ? ctx.doc->info().max_output : 0;
+    if (ctx.route->codec == CodecKind::OpenAIEmbeddings) {
+        out = 0;
+    } else if (out <= 0) {
+        out = mcf->reserve_output;
+    }
+    a.tokens = in > INT64_MAX - out ? INT64_MAX : in + out;
+    for (const Target& t : ctx.resolved.targets) {
+        const Price* p = mcf->state->prices.find(t.provider->name, provider_type_name(t.provider->type), t.upstream_model);
+        if (p != nullptr) a.cost_micros = std::max(a.cost_micros, cost_micros(*p, in, out));
+    }
+    return a;
 }
 
 }  // namespace
@@ -102,15 +127,27 @@ ngx_int_t admit_request(ngx_http_request_t* r, RequestCtx* ctx) {
     CounterStore* store = counter_store(mcf);
     Worker* w = worker();
     if (store == nullptr || w == nullptr) return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    const AdmissionPlan& plan = plan_for(w->plans, *ctx, ngx_time(), store_uses_in_process_ttls(mcf));
-    if (mcf->ratelimit_headers && !ctx->is_admin_traffic) ctx->limit_shapes = limit_shapes(plan);
+    const AdmissionPlan* plan = &plan_for(w->plans, *ctx, ngx_time(), store_uses_in_process_ttls(mcf), mcf->reserve_ttl);
+    if (mcf->ratelimit_headers && !ctx->is_admin_traffic) ctx->limit_shapes = limit_shapes(*plan);
+    // Reservations: this request's copy of the plan, with its worst case
+    // (the store copies the plan before admit() returns).
+    AdmissionPlan reserving;
+    if (!plan->reserve.empty() && billed) {
+        const ReserveAmounts amounts = reservation_for(mcf, *ctx);
+        if (amounts.tokens > 0 || amounts.cost_micros > 0) {
+            reserving = *plan;
+            set_reservation(reserving, amounts);
+            ctx->releases = reservation_releases(reserving);
+            plan = &reserving;
+        }
+    }
 
     ctx->phase = RequestCtx::Phase::Admitting;
     return await_store(
         r, ctx, Resume::RunPhases,
-        [store, &plan, ctx](std::function<void()> answered) {
+        [store, plan, ctx](std::function<void()> answered) {
             std::weak_ptr<bool> alive = ctx->alive;
-            store->admit(plan, [ctx, alive, answered](const StoreReply& rep, const AdmissionResult& res) {
+            store->admit(*plan, [ctx, alive, answered](const StoreReply& rep, const AdmissionResult& res) {
                 auto token = alive.lock();
                 if (!token || !*token) return;   // the request ended while the store was asked
                 ctx->admit_reply = rep;
@@ -126,6 +163,8 @@ ngx_int_t finish_admission(ngx_http_request_t* r, RequestCtx* ctx) {
     if (!ctx->limit_shapes.empty() && ctx->admit_reply.status == StoreStatus::Ok) {
         ctx->allowance = allowance_headers(tightest_allowances(ctx->limit_shapes, ctx->admit_result, ngx_time()));
     }
+    // Nothing was reserved unless the request was admitted.
+    if (ctx->admit_reply.status != StoreStatus::Ok || !ctx->admit_result.admitted) ctx->releases.clear();
     if (ctx->admit_reply.status != StoreStatus::Ok) {
         ngx_log_error(NGX_LOG_WARN, r->connection->log, 0, "llm_gateway: admission refused: %s",
                       log_text(ctx->admit_reply.error).c_str());

@@ -26,6 +26,15 @@ RequestCtx::~RequestCtx() {
             ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0, "llm_gateway: accounting of a cancelled request failed");
         }
     }
+    // A reservation no accounting settled (no call was made, or nothing was
+    // counted): released now.
+    if (!releases.empty() && mcf != nullptr) {
+        try {
+            release_reservation(mcf, this);
+        } catch (...) {
+            ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0, "llm_gateway: releasing a reservation failed");
+        }
+    }
 }
 
 RequestCtx* get_ctx(ngx_http_request_t* r) {

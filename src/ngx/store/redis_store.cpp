@@ -28,7 +28,9 @@ struct OwnedDeltas {
     std::vector<std::string> strings;   // kind, id, overflow_id per delta
     std::vector<ScopeDelta> deltas;     // viewing strings
 
-    explicit OwnedDeltas(const std::vector<ScopeDelta>& in) {
+    std::vector<Incr> releases;         // a reservation's (core/metering/reservation.h)
+
+    OwnedDeltas(const std::vector<ScopeDelta>& in, const std::vector<Incr>& rel) : releases(rel) {
         strings.reserve(3 * in.size());
         for (const ScopeDelta& d : in) {
             strings.emplace_back(d.kind);
@@ -137,16 +139,18 @@ public:
     }
 
     // Accounting: one EVALSHA of the accounting script with the bound on
-    // statistics ids; the shared-memory fallback applies the same deltas.
-    void apply(const std::vector<ScopeDelta>& deltas, std::time_t now, WriteDone done) override {
-        auto owned = std::make_shared<OwnedDeltas>(deltas);
+    // statistics ids and the reservation's releases; the shared-memory
+    // fallback applies the same deltas and releases.
+    void settle(const std::vector<ScopeDelta>& deltas, const std::vector<Incr>& releases, std::time_t now,
+                WriteDone done) override {
+        auto owned = std::make_shared<OwnedDeltas>(deltas, releases);
         if (!latch().should_try(now_ms())) return degraded_apply(owned, now, std::move(done));
         send_cancels();
         auto batch = std::make_shared<AccountBatch>(account_batch(owned->deltas, now));
         auto op = std::make_shared<std::string>(next_op());
-        auto command = [batch, op](bool by_sha) {
+        auto command = [batch, op, owned](bool by_sha) {
             return account_command_bounded(batch->plain, batch->groups, kMaxStatIds, ttl_seconds(Window::Day), *op,
-                                           kOpTtl, by_sha);
+                                           kOpTtl, by_sha, owned->releases);
         };
         conn_.exec({command(true)}, [this, owned, now, batch, op, command, done = std::move(done)](
                                         const std::string& err, std::vector<RespValue>& replies) mutable {
@@ -370,7 +374,7 @@ private:
     }
 
     void degraded_apply(const std::shared_ptr<OwnedDeltas>& owned, std::time_t now, WriteDone done) {
-        if (settings_->fail_open) return fallback_->apply(owned->deltas, now, std::move(done));
+        if (settings_->fail_open) return fallback_->settle(owned->deltas, owned->releases, now, std::move(done));
         if (done) done(StoreReply{StoreStatus::Error, "the limit store is unavailable; sample dropped"});
     }
 

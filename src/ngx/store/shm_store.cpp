@@ -152,6 +152,14 @@ public:
         return true;
     }
 
+    // Takes amount from a counter that still exists, never below 0.
+    void release(const std::string& key, std::int64_t amount) {
+        Slot slot = entry_key(key, ekey_);
+        Entry* e = find(ekey_);
+        if (e == nullptr || e->expires <= now_) return;
+        e->values[slot] = e->values[slot] > amount ? e->values[slot] - amount : 0;
+    }
+
     bool raise(const std::string& key, std::int64_t value, std::int64_t ttl) {
         if (ttl > kMaxTtl) ttl = kMaxTtl;
         Slot slot = entry_key(key, ekey_);
@@ -312,11 +320,13 @@ public:
     const char* name() const override { return "shm"; }
     bool in_process_ttls() const override { return true; }
 
-    void apply(const std::vector<ScopeDelta>& deltas, std::time_t, WriteDone done) override {
+    void settle(const std::vector<ScopeDelta>& deltas, const std::vector<Incr>& releases, std::time_t,
+                WriteDone done) override {
         bool ok, overflowed;
         {
             Locked lock(z_->shpool);
             ZoneTxn txn(z_, ngx_time());
+            for (const Incr& r : releases) txn.release(r.key, r.delta);
             ok = txn.apply(deltas);
             overflowed = txn.overflowed();
         }

@@ -42,7 +42,14 @@ public:
     virtual void touch(const std::string& key, std::int64_t value, std::int64_t ttl) = 0;
     // The accounting of one request: every delta in every window, in one
     // store operation.
-    virtual void apply(const std::vector<ScopeDelta>& deltas, std::time_t now, WriteDone done) = 0;
+    void apply(const std::vector<ScopeDelta>& deltas, std::time_t now, WriteDone done) {
+        settle(deltas, {}, now, std::move(done));
+    }
+    // The same, releasing the request's reservation in the same operation:
+    // each release takes its delta from its counter while that exists
+    // (never below 0), core/metering/reservation.h.
+    virtual void settle(const std::vector<ScopeDelta>& deltas, const std::vector<Incr>& releases, std::time_t now,
+                        WriteDone done) = 0;
     virtual bool in_process_ttls() const = 0;
 
     // The failure feed's shared list (core/metering/keys.h kEventsKey); only

@@ -1,0 +1,63 @@
+// Reservations: slots, keys, amounts and releases (see reservation.h).
+#include "core/metering/reservation.h"
+
+#include "core/metering/keys.h"
+
+namespace llmgw {
+
+std::int64_t reserve_slot_seconds(std::int64_t ttl) {
+    const std::int64_t s = (ttl + kReserveSlots - 2) / (kReserveSlots - 1);
+    return s < 1 ? 1 : s;
+}
+
+std::int64_t reserve_slot(std::time_t now, std::int64_t ttl) {
+    return static_cast<std::int64_t>(now) / reserve_slot_seconds(ttl);
+}
+
+// The slot's counter lives until ttl after the slot's end.
+std::int64_t reserve_key_ttl(std::time_t now, std::int64_t ttl) {
+    const std::int64_t len = reserve_slot_seconds(ttl);
+    const std::int64_t end = (reserve_slot(now, ttl) + 1) * len;
+    return end + ttl - static_cast<std::int64_t>(now);
+}
+
+std::string reserved_key(std::string_view kind, std::string_view id, Measure m, std::int64_t slot) {
+    return reserved_key(kind, id, m == Measure::Tokens, slot);
+}
+
+// Slot k lives while now < (k + 1) * len + ttl, and ttl <= (kReserveSlots - 1) * len:
+// the current slot and the kReserveSlots - 1 before it.
+void append_reserved_keys(std::string_view kind, std::string_view id, Measure m, std::time_t now, std::int64_t ttl,
+                          std::vector<std::string>& out) {
+    const std::int64_t cur = reserve_slot(now, ttl);
+    for (std::int64_t k = cur - (kReserveSlots - 1); k <= cur; ++k) out.push_back(reserved_key(kind, id, m, k));
+}
+
+std::int64_t estimate_input_tokens(std::size_t body_bytes) {
+    return static_cast<std::int64_t>((body_bytes + 3) / 4);
+}
+
+void set_reservation(AdmissionPlan& plan, const ReserveAmounts& amounts) {
+    auto amount = [&amounts](Measure m) {
+        const std::int64_t a = m == Measure::Tokens ? amounts.tokens : amounts.cost_micros;
+        return a < 0 ? 0 : a;
+    };
+    for (Check& c : plan.checks) {
+        if (c.reserves) c.add = amount(c.measure);
+    }
+    for (const AdmissionPlan::Reserve& r : plan.reserve) {
+        if (r.admit_index < plan.admit.size()) plan.admit[r.admit_index].delta = amount(r.measure);
+    }
+}
+
+std::vector<Incr> reservation_releases(const AdmissionPlan& plan) {
+    std::vector<Incr> out;
+    for (const AdmissionPlan::Reserve& r : plan.reserve) {
+        if (r.admit_index >= plan.admit.size()) continue;
+        const Incr& in = plan.admit[r.admit_index];
+        if (in.delta > 0) out.push_back(Incr{in.key, in.delta, 0});
+    }
+    return out;
+}
+
+}  // namespace llmgw

@@ -1,0 +1,59 @@
+// Reservations (llm_gateway_budget_mode reserve; docs/metering.md#reservations),
+// no nginx.
+//
+// At admission a request reserves its worst case against every token and
+// cost limit of its scopes; the check counts what was spent plus what other
+// requests hold reserved, so concurrent requests cannot all pass a check
+// only one of them fits. After the answer the reservation is released and
+// the real usage counted, in the one accounting operation (settle).
+//
+// A reservation lives in a reserved counter per scope, measure and slot:
+// slots are ceil(ttl / 4) seconds long; the counter of a slot expires
+// ttl seconds after its slot ends, so a reservation disappears by itself
+// between ttl and 1.25 * ttl after it was made (a worker that died, a
+// store outage). A check sums the kReserveSlots slots that can still be
+// alive. Releasing touches a counter only while it exists: a request that
+// settles after its reservation lapsed adds its usage and nothing else.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <ctime>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/metering/limits.h"
+
+namespace llmgw {
+
+constexpr std::int64_t kDefaultReserveTtl = 600;          // seconds
+constexpr std::int64_t kDefaultReserveOutputTokens = 4096;  // a request that names no max_tokens
+constexpr int kReserveSlots = 5;
+
+std::int64_t reserve_slot_seconds(std::int64_t ttl);
+std::int64_t reserve_slot(std::time_t now, std::int64_t ttl);
+// The TTL a reserved counter of the current slot gets when created.
+std::int64_t reserve_key_ttl(std::time_t now, std::int64_t ttl);
+// The keys of the slots that may hold live reservations, oldest first.
+void append_reserved_keys(std::string_view kind, std::string_view id, Measure m, std::time_t now, std::int64_t ttl,
+                          std::vector<std::string>& out);
+std::string reserved_key(std::string_view kind, std::string_view id, Measure m, std::int64_t slot);
+
+// A request's worst case.
+struct ReserveAmounts {
+    std::int64_t tokens = 0;
+    std::int64_t cost_micros = 0;
+};
+
+// The estimate of a request's input tokens: body bytes / 4, rounded up.
+std::int64_t estimate_input_tokens(std::size_t body_bytes);
+
+// Sets the reservation into a plan of build_admission_plan(..., reserve_ttl):
+// the add of its reserving checks and the delta of its reserving increments.
+void set_reservation(AdmissionPlan& plan, const ReserveAmounts& amounts);
+
+// What releasing the plan's reservation takes from the reserved counters
+// (delta > 0 is the amount to take away; only counters that still exist).
+std::vector<Incr> reservation_releases(const AdmissionPlan& plan);
+
+}  // namespace llmgw

@@ -1,0 +1,175 @@
+// Reservations: slots and their lives, the plan's reserving checks and
+// increments, concurrent admissions against one budget, releases, and the
+// request's worst output (RequestInfo::max_output).
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "core/codec/openai.h"
+#include "core/metering/keys.h"
+#include "core/metering/reservation.h"
+
+using namespace llmgw;
+
+namespace {
+
+constexpr std::time_t kNow = 1795268730;  // 2026-11-21T13:45:30Z
+
+struct Kv : KvTxn {
+    std::map<std::string, std::int64_t> m;
+    std::int64_t get(const std::string& k) override { return m.count(k) ? m[k] : 0; }
+    bool incr(const std::string& k, std::int64_t d, std::int64_t) override {
+        m[k] += d;
+        return true;
+    }
+    void release(const std::vector<Incr>& rel) {
+        for (const Incr& r : rel) {
+            if (m.count(r.key)) m[r.key] = m[r.key] > r.delta ? m[r.key] - r.delta : 0;
+        }
+    }
+};
+
+std::vector<Scope> scopes(const Limits& u, const Limits& g) {
+    return {{"user", "alice", &u}, {"group", "eng", &g}, {"total", "all", nullptr}};
+}
+
+}  // namespace
+
+TEST(Reservation, SlotsAreAQuarterOfTheLifeAndFiveCanLive) {
+    EXPECT_EQ(reserve_slot_seconds(600), 150);
+    EXPECT_EQ(reserve_slot_seconds(601), 151);
+    EXPECT_EQ(reserve_slot_seconds(4), 1);
+    EXPECT_EQ(reserve_slot_seconds(1), 1);
+    // A reservation lives at least ttl and at most ttl + one slot.
+    for (std::time_t t = kNow; t < kNow + 300; ++t) {
+        const std::int64_t life = reserve_key_ttl(t, 600);
+        EXPECT_GE(life, 600);
+        EXPECT_LE(life, 750);
+    }
+    std::vector<std::string> keys;
+    append_reserved_keys("user", "alice", Measure::Tokens, kNow, 600, keys);
+    ASSERT_EQ(keys.size(), 5u);
+    const std::int64_t cur = reserve_slot(kNow, 600);
+    EXPECT_EQ(keys.back(), "llmgw:user:alice:rtok:rsv:" + std::to_string(cur));
+    EXPECT_EQ(keys.front(), "llmgw:user:alice:rtok:rsv:" + std::to_string(cur - 4));
+    // The oldest slot summed is still alive now; the one before it is not.
+    const std::int64_t len = reserve_slot_seconds(600);
+    EXPECT_GT((cur - 4 + 1) * len + 600, kNow);
+    EXPECT_LE((cur - 5 + 1) * len + 600, kNow);
+    EXPECT_EQ(reserved_key("group", "eng", Measure::Cost, 7), "llmgw:group:eng:rcost:rsv:7");
+}
+
+TEST(Reservation, ThePlanSumsReservedCountersAndReservesPerScope) {
+    Limits u, g;
+    u.requests_per_minute = 10;
+    u.tokens_per_day = 1000;
+    u.tokens_per_month = 5000;
+    g.cost_per_day_micros = 2000000;
+    AdmissionPlan plan = build_admission_plan(scopes(u, g), kNow, true, 600);
+    ASSERT_EQ(plan.checks.size(), 4u);
+    EXPECT_FALSE(plan.checks[0].reserves);                 // requests: never
+    EXPECT_EQ(plan.checks[0].keys.size(), 1u);
+    EXPECT_TRUE(plan.checks[1].reserves);
+    EXPECT_EQ(plan.checks[1].keys.size(), 2u + 5u);         // tokin, tokout, five slots
+    EXPECT_EQ(plan.checks[3].keys.size(), 1u + 5u);         // cost, five slots
+    ASSERT_EQ(plan.reserve.size(), 2u);                     // user tokens, group cost
+    EXPECT_EQ(plan.admit[plan.reserve[0].admit_index].key,
+              reserved_key("user", "alice", Measure::Tokens, reserve_slot(kNow, 600)));
+    EXPECT_EQ(plan.admit[plan.reserve[1].admit_index].key,
+              reserved_key("group", "eng", Measure::Cost, reserve_slot(kNow, 600)));
+    EXPECT_TRUE(reservation_releases(plan).empty());        // nothing set yet
+    set_reservation(plan, ReserveAmounts{250, 1500});
+    EXPECT_EQ(plan.checks[0].add, 1);
+    EXPECT_EQ(plan.checks[1].add, 250);
+    EXPECT_EQ(plan.checks[2].add, 250);
+    EXPECT_EQ(plan.checks[3].add, 1500);
+    const std::vector<Incr> rel = reservation_releases(plan);
+    ASSERT_EQ(rel.size(), 2u);
+    EXPECT_EQ(rel[0].delta, 250);
+    EXPECT_EQ(rel[1].delta, 1500);
+    // Check mode: no reserved counters anywhere.
+    const AdmissionPlan off = build_admission_plan(scopes(u, g), kNow, true);
+    EXPECT_TRUE(off.reserve.empty());
+    EXPECT_EQ(off.checks[1].keys.size(), 2u);
+    EXPECT_EQ(off.admit.size(), plan.admit.size() - 2);
+}
+
+// Forty at once against a budget that fits ten worst cases: ten pass, and
+// every settle frees room for the next.
+TEST(Reservation, ConcurrentAdmissionsNeverOvercommit) {
+    Limits u, none;
+    u.cost_per_day_micros = 10000;
+    AdmissionPlan plan = build_admission_plan(scopes(u, none), kNow, true, 600);
+    set_reservation(plan, ReserveAmounts{100, 1000});
+    Kv kv;
+    int admitted = 0;
+    for (int i = 0; i < 40; ++i) {
+        AdmissionResult r;
+        ASSERT_TRUE(execute_admission(kv, plan, r));
+        if (r.admitted) ++admitted;
+    }
+    EXPECT_EQ(admitted, 10);
+    const std::vector<Incr> rel = reservation_releases(plan);
+    ASSERT_EQ(rel.size(), 1u);
+    EXPECT_EQ(kv.m[rel[0].key], 10000);
+    // One settles at 400 of its 1000.
+    kv.release(rel);
+    kv.m[counter_key("user", "alice", "cost", Window::Day, bucket(Window::Day, kNow))] += 400;
+    AdmissionResult r;
+    ASSERT_TRUE(execute_admission(kv, plan, r));
+    EXPECT_FALSE(r.admitted);                               // 400 spent + 9000 held + 1000 > 10000
+    EXPECT_EQ(r.used[0], 9400);
+    kv.release(rel);                                        // another ends with no usage
+    ASSERT_TRUE(execute_admission(kv, plan, r));
+    EXPECT_TRUE(r.admitted);                                // 400 + 8000 + 1000 <= 10000
+}
+
+TEST(Reservation, AReservationOutOfItsSlotsIsNoLongerCounted) {
+    Limits u, none;
+    u.tokens_per_day = 1000;
+    AdmissionPlan plan = build_admission_plan(scopes(u, none), kNow, true, 8);
+    set_reservation(plan, ReserveAmounts{1000, 0});
+    Kv kv;
+    AdmissionResult r;
+    ASSERT_TRUE(execute_admission(kv, plan, r));
+    EXPECT_TRUE(r.admitted);
+    ASSERT_TRUE(execute_admission(kv, plan, r));
+    EXPECT_FALSE(r.admitted);                               // held
+    // Past the reservation's life (ttl + one slot), its slot is not summed.
+    AdmissionPlan later = build_admission_plan(scopes(u, none), kNow + 8 + 2, true, 8);
+    set_reservation(later, ReserveAmounts{1000, 0});
+    ASSERT_TRUE(execute_admission(kv, later, r));
+    EXPECT_TRUE(r.admitted);
+}
+
+TEST(Reservation, EstimatesAndAmounts) {
+    EXPECT_EQ(estimate_input_tokens(0), 0);
+    EXPECT_EQ(estimate_input_tokens(1), 1);
+    EXPECT_EQ(estimate_input_tokens(8), 2);
+    EXPECT_EQ(estimate_input_tokens(9), 3);
+    Limits u, none;
+    u.tokens_per_day = 10;
+    AdmissionPlan plan = build_admission_plan(scopes(u, none), kNow, true, 600);
+    set_reservation(plan, ReserveAmounts{-5, -1});          // never negative
+    EXPECT_EQ(plan.checks[0].add, 0);
+    EXPECT_TRUE(reservation_releases(plan).empty());
+}
+
+TEST(Reservation, MaxOutputOfARequest) {
+    auto max_output = [](std::string_view body) {
+        std::string err;
+        auto doc = RequestDoc::parse(body, err);
+        EXPECT_NE(doc, nullptr) << err;
+        return doc ? doc->info().max_output : -1;
+    };
+    EXPECT_EQ(max_output(R"({"model":"m"})"), 0);
+    EXPECT_EQ(max_output(R"({"model":"m","max_tokens":100})"), 100);
+    EXPECT_EQ(max_output(R"({"model":"m","max_tokens":100,"max_completion_tokens":300})"), 300);
+    EXPECT_EQ(max_output(R"({"model":"m","max_output_tokens":50})"), 50);
+    EXPECT_EQ(max_output(R"({"model":"m","max_tokens":100,"n":3})"), 300);
+    EXPECT_EQ(max_output(R"({"model":"m","max_tokens":100,"n":1000})"), 100);     // n out of range: ignored
+    EXPECT_EQ(max_output(R"({"model":"m","max_tokens":"100"})"), 0);             // wrong type: the default applies
+    EXPECT_EQ(max_output(R"({"model":"m","max_tokens":-4})"), 0);
+    EXPECT_EQ(max_output(R"({"model":"m","max_tokens":1.5})"), 0);
+    EXPECT_EQ(max_output(R"({"model":"m","max_tokens":9223372036854775807,"n":2})"), INT64_MAX);
+}
