@@ -126,6 +126,14 @@ const usageColumns = [
   { key: 'cpm', label: 'Cost / month', used: (r) => r.costPerMonthMicroUsd, limit: 'costPerMonthMicroUsd', fmt: f.usd },
 ];
 
+// With reservations on (llm_gateway_budget_mode reserve): what requests in
+// flight hold on the scope, beside what was spent.
+function reservedNote(c, r) {
+  const tokens = c.key === 'tpd' || c.key === 'tpm';
+  const held = tokens ? r.reservedTokens : c.key === 'cpd' || c.key === 'cpm' ? r.reservedCostMicroUsd : 0;
+  return held > 0 ? `${tokens ? f.count(held) : f.usd(held)} reserved` : '';
+}
+
 export function meter(used, limit, fmt) {
   const frac = f.fraction(used, limit);
   const box = h('div', { class: 'meter' }, h('span', { class: 'value' }, fmt(used)));
@@ -153,6 +161,8 @@ function usageTable(id, rows, { withGroup, total, now }) {
       cell: (r) => {
         const m = meter(c.used(r), (r.limits || {})[c.limit], c.fmt);
         if (c.detail) m.append(h('small', { class: 'detail' }, c.detail(r)));
+        const held = reservedNote(c, r);
+        if (held) m.append(h('small', { class: 'detail' }, held));
         return m;
       } });
   }
