@@ -58,6 +58,7 @@ struct MainConf {
     ngx_shm_zone_t* zone;             // llm_gateway_zone (or the default zone)
     ngx_flag_t allow_unpriced;        // llm_gateway_allow_unpriced
     ngx_flag_t ratelimit_headers;     // llm_gateway_ratelimit_headers
+    ngx_flag_t stream_cutoff;         // llm_gateway_stream_cutoff
     ngx_msec_t users_file_interval;
     ngx_int_t max_tokens_per_request; // llm_gateway_max_tokens_per_request
     ngx_int_t retries;                // llm_gateway_retries: same-target retries of a failed call

@@ -36,6 +36,8 @@ ngx_command_t commands[] = {
      NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, allow_unpriced), nullptr},
     {ngx_string("llm_gateway_ratelimit_headers"), NGX_HTTP_MAIN_CONF | NGX_CONF_FLAG, ngx_conf_set_flag_slot,
      NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, ratelimit_headers), nullptr},
+    {ngx_string("llm_gateway_stream_cutoff"), NGX_HTTP_MAIN_CONF | NGX_CONF_FLAG, ngx_conf_set_flag_slot,
+     NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, stream_cutoff), nullptr},
     {ngx_string("llm_gateway_max_tokens_per_request"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_num_slot,
      NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, max_tokens_per_request), &kMaxTokensBounds},
     {ngx_string("llm_gateway_retries"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_num_slot,
@@ -137,6 +139,7 @@ void* create_main_conf(ngx_conf_t* cf) {
     cln->handler = destroy_state;
     mcf->allow_unpriced = NGX_CONF_UNSET;
     mcf->ratelimit_headers = NGX_CONF_UNSET;
+    mcf->stream_cutoff = NGX_CONF_UNSET;
     mcf->stat_user_model = NGX_CONF_UNSET;
     mcf->stat_latency = NGX_CONF_UNSET;
     mcf->users_file_interval = NGX_CONF_UNSET_MSEC;
@@ -178,6 +181,7 @@ char* init_main_conf(ngx_conf_t* cf, void* conf) {
     }
     ngx_conf_init_value(mcf->allow_unpriced, 0);
     ngx_conf_init_value(mcf->ratelimit_headers, 0);
+    ngx_conf_init_value(mcf->stream_cutoff, 0);
     ngx_conf_init_value(mcf->stat_user_model, 0);
     ngx_conf_init_value(mcf->stat_latency, 0);
     ngx_conf_init_msec_value(mcf->users_file_interval, 5000);

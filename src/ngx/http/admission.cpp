@@ -4,6 +4,7 @@
 // rejection instead).
 #include <unordered_map>
 
+#include "ngx/call/stream_cutoff.h"
 #include "ngx/events/feed.h"
 #include "ngx/http/request_events.h"
 #include "ngx/http/routes.h"
@@ -104,6 +105,7 @@ ngx_int_t admit_request(ngx_http_request_t* r, RequestCtx* ctx) {
     if (store == nullptr || w == nullptr) return NGX_HTTP_INTERNAL_SERVER_ERROR;
     const AdmissionPlan& plan = plan_for(w->plans, *ctx, ngx_time(), store_uses_in_process_ttls(mcf));
     if (mcf->ratelimit_headers && !ctx->is_admin_traffic) ctx->limit_shapes = limit_shapes(plan);
+    if (billed) cutoff_keep_limits(mcf, ctx, plan);
 
     ctx->phase = RequestCtx::Phase::Admitting;
     return await_store(
@@ -135,6 +137,7 @@ ngx_int_t finish_admission(ngx_http_request_t* r, RequestCtx* ctx) {
                       "limit_store_unavailable");
     }
     if (!ctx->admit_result.admitted) return answer_rejection(r, ctx, ctx->admit_result);
+    cutoff_admitted(ctx);
     ctx->phase = RequestCtx::Phase::Admitted;
     return NGX_DECLINED;
 }
