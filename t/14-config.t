@@ -245,6 +245,12 @@ fails_with('llm_gateway_cancel_drain twice', conf_with("llm_gateway_cancel_drain
 fails_with('llm_gateway_ratelimit_headers with a value that is not on or off',
            conf_with("llm_gateway_ratelimit_headers maybe;\n"), 'llm_gateway_ratelimit_headers',
            'invalid value "maybe" in "llm_gateway_ratelimit_headers" directive, it must be "on" or "off"');
+fails_with('llm_gateway_stream_cutoff with a value that is not on or off',
+           conf_with("llm_gateway_stream_cutoff yes;\n"), 'llm_gateway_stream_cutoff',
+           'invalid value "yes" in "llm_gateway_stream_cutoff" directive, it must be "on" or "off"');
+fails_with('llm_gateway_stream_cutoff in a location',
+           conf_with('', server => 'location /x { llm_gateway_stream_cutoff on; }'), 'llm_gateway_stream_cutoff',
+           '"llm_gateway_stream_cutoff" directive is not allowed here');
 
 fails_with('llm_gateway_passthrough in a regex location',
            conf_with('', server => 'location ~ ^/pt/ { llm_gateway_passthrough; }'),

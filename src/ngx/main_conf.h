@@ -60,6 +60,7 @@ struct MainConf {
     ngx_flag_t ratelimit_headers;     // llm_gateway_ratelimit_headers
     ngx_int_t reserve_ttl;            // llm_gateway_budget_mode reserve ttl= (seconds; 0: check mode)
     ngx_int_t reserve_output;         // llm_gateway_budget_mode reserve output=
+    ngx_flag_t stream_cutoff;         // llm_gateway_stream_cutoff
     ngx_msec_t users_file_interval;
     ngx_int_t max_tokens_per_request; // llm_gateway_max_tokens_per_request
     ngx_int_t retries;                // llm_gateway_retries: same-target retries of a failed call

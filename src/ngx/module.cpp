@@ -39,6 +39,8 @@ ngx_command_t commands[] = {
      NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, ratelimit_headers), nullptr},
     {ngx_string("llm_gateway_budget_mode"), NGX_HTTP_MAIN_CONF | NGX_CONF_1MORE, set_budget_mode,
      NGX_HTTP_MAIN_CONF_OFFSET, 0, nullptr},
+    {ngx_string("llm_gateway_stream_cutoff"), NGX_HTTP_MAIN_CONF | NGX_CONF_FLAG, ngx_conf_set_flag_slot,
+     NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, stream_cutoff), nullptr},
     {ngx_string("llm_gateway_max_tokens_per_request"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_num_slot,
      NGX_HTTP_MAIN_CONF_OFFSET, offsetof(MainConf, max_tokens_per_request), &kMaxTokensBounds},
     {ngx_string("llm_gateway_retries"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_conf_set_num_slot,
@@ -142,6 +144,7 @@ void* create_main_conf(ngx_conf_t* cf) {
     mcf->ratelimit_headers = NGX_CONF_UNSET;
     mcf->reserve_ttl = NGX_CONF_UNSET;
     mcf->reserve_output = NGX_CONF_UNSET;
+    mcf->stream_cutoff = NGX_CONF_UNSET;
     mcf->stat_user_model = NGX_CONF_UNSET;
     mcf->stat_latency = NGX_CONF_UNSET;
     mcf->users_file_interval = NGX_CONF_UNSET_MSEC;
@@ -185,6 +188,7 @@ char* init_main_conf(ngx_conf_t* cf, void* conf) {
     ngx_conf_init_value(mcf->ratelimit_headers, 0);
     ngx_conf_init_value(mcf->reserve_ttl, 0);
     ngx_conf_init_value(mcf->reserve_output, kDefaultReserveOutputTokens);
+    ngx_conf_init_value(mcf->stream_cutoff, 0);
     ngx_conf_init_value(mcf->stat_user_model, 0);
     ngx_conf_init_value(mcf->stat_latency, 0);
     ngx_conf_init_msec_value(mcf->users_file_interval, 5000);

@@ -8,6 +8,7 @@
 
 #include "core/config/gwconfig.h"
 #include "core/metering/allowance.h"
+#include "core/metering/cutoff.h"
 #include "core/metering/pricing.h"
 #include "core/codec/codec_kind.h"
 #include "core/codec/openai.h"
@@ -97,6 +98,19 @@ struct RequestCtx {
     std::vector<LimitShape> limit_shapes;
     std::vector<std::pair<std::string, std::string>> allowance;
     bool allowance_sent = false;
+    // llm_gateway_stream_cutoff (ngx/call/stream_cutoff.h): the token and
+    // cost checks admission made, what remained of them, and what of the
+    // streamed answer reached the client.
+    struct StreamCutoff {
+        std::vector<BudgetLimit> limits;   // copied at admission (the plan is shared)
+        std::size_t checks = 0;            // the plan's checks, all measures
+        RemainingBudget remaining;
+        bool active = false;               // a budget applies to this request's stream
+        bool stopped = false;              // the stream was ended at its budget
+        std::int64_t relayed_text_bytes = 0;   // completion text of the batches sent
+        Usage relayed_usage;                   // the provider's usage as of the last batch sent
+        ngx_event_t* event = nullptr;          // ends the provider call (from the pool)
+    } cutoff;
     // The client went away while a provider's answer was being relayed: the
     // answer is still read (llm_gateway_cancel_drain) for its real usage.
     bool client_left = false;
@@ -217,6 +231,9 @@ void account_request(ngx_log_t* log, MainConf* mcf, RequestCtx* ctx, bool cancel
 void release_reservation(MainConf* mcf, RequestCtx* ctx);
 // Provider attempt/failure counters of one call, once (calls that did not answer the client).
 void account_call(ngx_log_t* log, MainConf* mcf, RequestCtx* ctx, Call& call);
+// The price of the model that answered a call: the admitted one's, or,
+// after a failover to another model, that model's own (null: unpriced).
+const Price* answering_price(MainConf* mcf, const RequestCtx& ctx, const Call& c);
 // One request of each tool server or agent listed (their scopes: kind mcp
 // or agent), in one store operation.
 void account_targets(MainConf* mcf, const std::vector<const TargetConf*>& targets);

@@ -265,3 +265,26 @@ TEST(CodecOpenAI, JsonAnswerToAStreamRequest) {
     EXPECT_EQ(r.res.end, EndState::Complete);
     EXPECT_EQ(r.res.usage.completion_tokens, 1);
 }
+
+TEST(CodecOpenAI, StoppedByTheGateway) {
+    auto c = chat(true, true);
+    c->head(200, "text/event-stream");
+    std::string out;
+    c->feed(sse({kChunk1}), out);
+    const std::int64_t text = c->result().text_bytes;
+    std::string tail;
+    c->stop("budget exceeded: user \"alice\" tokensPerDay 1000", "insufficient_quota", "budget_exceeded", tail);
+    EXPECT_EQ(c->result().end, EndState::Stopped);
+    EXPECT_EQ(tail, "event: error\ndata: {\"error\":{\"message\":\"budget exceeded: user \\\"alice\\\" tokensPerDay 1000\","
+                    "\"type\":\"insufficient_quota\",\"code\":\"budget_exceeded\",\"param\":null}}\n\n");
+    // What comes after changes nothing: no bytes, no usage, no second end.
+    std::string more;
+    c->feed(sse({kChunk2, kUsageChunk, kDone}), more);
+    c->finish(BodyEnd::Clean, more);
+    EXPECT_EQ(more, "");
+    EXPECT_EQ(c->result().end, EndState::Stopped);
+    EXPECT_FALSE(c->result().usage.present);
+    EXPECT_EQ(c->result().text_bytes, text);
+    c->stop("again", "insufficient_quota", "budget_exceeded", more);
+    EXPECT_EQ(more, "");
+}

@@ -302,3 +302,41 @@ TEST(GeminiEmbedCodec, OneAndMany) {
     EXPECT_EQ(r.res.end, EndState::Invalid);
     EXPECT_EQ(r.res.status, 502);
 }
+
+TEST(TranslatingCodec, StoppedByTheGatewayInTheCallersShape) {
+    const std::string msg = "budget exceeded: user \"alice\" tokensPerDay 1000";
+    const std::string half = kAnthropicStream.substr(0, kAnthropicStream.find("event: content_block_stop"));
+    // Chat completions from an Anthropic stream: OpenAI's error event.
+    auto c = codec(CodecKind::OpenAIChat, ProviderType::Anthropic, true);
+    c->head(200, "text/event-stream");
+    std::string out;
+    c->feed(half, out);
+    out.clear();
+    c->stop(msg, "insufficient_quota", "budget_exceeded", out);
+    EXPECT_EQ(out, "event: error\ndata: {\"error\":{\"message\":\"budget exceeded: user \\\"alice\\\" tokensPerDay 1000\","
+                   "\"type\":\"insufficient_quota\",\"code\":\"budget_exceeded\",\"param\":null}}\n\n");
+    std::string rest;
+    c->finish(BodyEnd::Cut, rest);
+    EXPECT_EQ(rest, "");
+    EXPECT_EQ(c->result().end, EndState::Stopped);
+    EXPECT_EQ(c->result().usage.prompt_tokens, 14) << "the usage read before the stop stays";
+    // Messages, translated and native: Anthropic's error event, a rate_limit_error as a 429 budget answer says.
+    const std::string want = "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"rate_limit_error\","
+                             "\"message\":\"budget exceeded: user \\\"alice\\\" tokensPerDay 1000\"}}\n\n";
+    c = codec(CodecKind::AnthropicMessages, ProviderType::OpenAI, true);
+    c->head(200, "text/event-stream");
+    out.clear();
+    c->stop(msg, "insufficient_quota", "budget_exceeded", out);
+    EXPECT_EQ(out, want);
+    c = codec(CodecKind::AnthropicMessages, ProviderType::Anthropic, true);
+    c->head(200, "text/event-stream");
+    out.clear();
+    c->feed(half, out);
+    out.clear();
+    c->stop(msg, "insufficient_quota", "budget_exceeded", out);
+    EXPECT_EQ(out, want);
+    c->feed(kAnthropicStream.substr(half.size()), rest);
+    c->finish(BodyEnd::Clean, rest);
+    EXPECT_EQ(rest, "");
+    EXPECT_EQ(c->result().end, EndState::Stopped);
+}

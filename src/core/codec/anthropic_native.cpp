@@ -56,7 +56,10 @@ protected:
             std::string err;
             ReadStep step = reader_->read_event(ev, ir_, err);
             for (const StreamEventIR& e : ir_) {
-                if (e.kind == StreamEventIR::Kind::Usage) usage_ = e.usage;
+                if (e.kind == StreamEventIR::Kind::Usage) {
+                    usage_ = e.usage;
+                    res_.usage = usage_.accounting();   // running: what the provider reported so far
+                }
                 if (is_completion_text(e.kind)) res_.text_bytes += static_cast<std::int64_t>(e.text.size());
             }
             if (step == ReadStep::Failed) failed_ = true;
@@ -95,9 +98,9 @@ protected:
         return anthropic_error_json("api_error", message);
     }
 
-    std::string error_event(std::string_view message, std::string_view, std::string_view) const override {
+    std::string error_event(std::string_view message, std::string_view, std::string_view code) const override {
         std::string out = "event: error\ndata: ";
-        out += anthropic_error_json("api_error", message);
+        out += anthropic_error_json(anthropic_error_type_for_code(code), message);
         out += "\n\n";
         return out;
     }

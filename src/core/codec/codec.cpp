@@ -164,6 +164,7 @@ BodyMode Codec::head(int status, std::string_view content_type) {
 }
 
 void Codec::feed(std::string_view bytes, std::string& out) {
+    if (res_.end == EndState::Stopped) return;
     switch (mode_) {
     case BodyMode::Stream:
         if (spilled_) {
@@ -228,6 +229,12 @@ void Codec::invalid(std::string_view why, std::string& out) {
     res_.status = 502;
     res_.content_type = "application/json";
     out = error_envelope(kInvalidMessage, "upstream_error", "bad_gateway");
+}
+
+void Codec::stop(std::string_view message, std::string_view type, std::string_view code, std::string& out) {
+    if (res_.end != EndState::Open) return;
+    res_.end = EndState::Stopped;
+    out += error_event(message, type, code);
 }
 
 void Codec::finish(BodyEnd how, std::string& out) {

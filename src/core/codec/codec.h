@@ -78,6 +78,7 @@ enum class EndState {
     Cut,           // the answer ended early; the client sees an incomplete response
     UpstreamError, // the upstream answered an error status
     Invalid,       // the upstream answer was broken; the client gets a 502
+    Stopped,       // the gateway ended the stream (a budget crossed mid-stream: stop())
 };
 
 struct CodecResult {
@@ -127,6 +128,11 @@ public:
     // Appends the remaining client bytes (the whole body, an error body, a
     // closing error event) and settles result().
     void finish(BodyEnd how, std::string& out);
+    // The gateway ends a streamed answer: appends its closing error event in
+    // the caller's shape and settles result() as Stopped. Later feed() and
+    // finish() calls change nothing (no second closing event; usage and
+    // text_bytes stay as they were).
+    void stop(std::string_view message, std::string_view type, std::string_view code, std::string& out);
 
     BodyMode mode() const { return mode_; }
     bool spilled() const { return spilled_; }

@@ -123,7 +123,10 @@ protected:
             std::string err;
             ReadStep step = reader_->read_event(ev, ir_, err);
             for (const StreamEventIR& e : ir_) {
-                if (e.kind == StreamEventIR::Kind::Usage) usage_ = e.usage;
+                if (e.kind == StreamEventIR::Kind::Usage) {
+                    usage_ = e.usage;
+                    res_.usage = usage_.accounting();   // running: what the provider reported so far
+                }
                 if (is_completion_text(e.kind)) res_.text_bytes += static_cast<std::int64_t>(e.text.size());
                 writer().event(e, out);
             }
@@ -179,15 +182,14 @@ protected:
     }
 
     std::string error_envelope(std::string_view message, std::string_view type, std::string_view code) const override {
-        if (api_ == CodecKind::AnthropicMessages) return anthropic_error_json(anthropic_error_type(status_for(code)), message);
+        if (api_ == CodecKind::AnthropicMessages) return anthropic_error_json(anthropic_error_type_for_code(code), message);
         return error_json(message, type, code);
     }
 
-    std::string error_event(std::string_view message, std::string_view, std::string_view code) const override {
+    std::string error_event(std::string_view message, std::string_view type, std::string_view code) const override {
+        if (api_ != CodecKind::AnthropicMessages) return error_sse_event(message, type, code);   // as the native codec's
         std::string out;
-        writer_->stream_error(
-            message, api_ == CodecKind::AnthropicMessages ? anthropic_error_type(status_for(code)) : "upstream_error",
-            out);
+        writer_->stream_error(message, anthropic_error_type_for_code(code), out);
         return out;
     }
 
@@ -202,8 +204,6 @@ protected:
     }
 
 private:
-    static int status_for(std::string_view code) { return code == "bad_gateway" ? 502 : 500; }
-
     static bool gemini_model_ok(std::string_view m) {
         if (m.empty() || m == "." || m == ".." || m.size() > 256) return false;
         for (char c : m) {

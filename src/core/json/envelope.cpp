@@ -171,6 +171,10 @@ std::string anthropic_error_json(std::string_view type, std::string_view message
     }
 }
 
+std::string_view anthropic_error_type_for_code(std::string_view code) {
+    return code == "budget_exceeded" ? anthropic_error_type(429) : anthropic_error_type(500);
+}
+
 std::string_view anthropic_error_type(int status) {
     switch (status) {
     case 400: return "invalid_request_error";

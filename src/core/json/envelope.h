@@ -22,6 +22,10 @@ std::string anthropic_error_json(std::string_view type, std::string_view message
 // not_found_error, 413 request_too_large, 429 rate_limit_error, 529
 // overloaded_error, other 4xx invalid_request_error, other 5xx api_error).
 std::string_view anthropic_error_type(int status);
+// Anthropic's error type for one of the gateway's own error codes in a
+// stream or a body of its own (budget_exceeded rate_limit_error, the rest
+// api_error).
+std::string_view anthropic_error_type_for_code(std::string_view code);
 
 // JSON string escaping (quotes not included), valid UTF-8 out: invalid bytes
 // become U+FFFD (one per maximal invalid subpart). Control characters become

@@ -57,6 +57,7 @@ bool call_served(const Call& c, bool cancelled) {
     case EndState::Complete:
     case EndState::StreamError:
     case EndState::Cut:
+    case EndState::Stopped:
         return true;
     case EndState::Open:
         return cancelled && c.upstream_status >= 200 && c.upstream_status < 300;
@@ -80,13 +81,6 @@ std::string provmodel_of(const RequestCtx& ctx, const Call& c) {
 
 Tally tally_of(const RequestCtx& ctx) { return ctx.route != nullptr ? ctx.route->tally : Tally::Tokens; }
 
-// The price of the model that answered: the admitted one's, or, after a
-// failover to another model, that model's own.
-const Price* price_of(MainConf* mcf, const RequestCtx& ctx, const Call& c) {
-    if (c.target == nullptr || c.target->canonical == ctx.resolved.canonical) return ctx.price;
-    return mcf->state->prices.find(c.provider->name, provider_type_name(c.provider->type), c.target->upstream_model);
-}
-
 void apply(CounterStore* store, const std::vector<ScopeDelta>& deltas, std::time_t now,
            const std::vector<Incr>& releases = {}) {
     store->settle(deltas, releases, now, [](const StoreReply& rep) {
@@ -97,6 +91,11 @@ void apply(CounterStore* store, const std::vector<ScopeDelta>& deltas, std::time
 }
 
 }  // namespace
+
+const Price* answering_price(MainConf* mcf, const RequestCtx& ctx, const Call& c) {
+    if (c.target == nullptr || c.target->canonical == ctx.resolved.canonical) return ctx.price;
+    return mcf->state->prices.find(c.provider->name, provider_type_name(c.provider->type), c.target->upstream_model);
+}
 
 // A failure is a 429, a 5xx, an invalid answer or no answer at all.
 bool call_failed(const Call& c) {
@@ -178,7 +177,9 @@ void account_request(ngx_log_t* log, MainConf* mcf, RequestCtx* ctx, bool cancel
         in.scopes = scopes;
         in.model = call->target ? call->target->canonical : ctx->resolved.canonical;
         in.model_overflow = overflow;
-        in.usage = call->outcome().usage;
+        // A stream ended at its budget: billed for what reached the client.
+        const bool cut_off = call->answered() && call->outcome().end == EndState::Stopped;
+        in.usage = cut_off ? ctx->cutoff.relayed_usage : call->outcome().usage;
         if (in.usage.present && !usage_plausible(in.usage, mcf->max_tokens_per_request)) {
             ngx_log_error(NGX_LOG_WARN, log, 0,
                           "llm_gateway: implausible usage from the provider for model \"%s\" (prompt_tokens=%L "
@@ -187,22 +188,30 @@ void account_request(ngx_log_t* log, MainConf* mcf, RequestCtx* ctx, bool cancel
                           static_cast<long long>(in.usage.completion_tokens), mcf->max_tokens_per_request);
             in.usage.present = false;
         }
-        if (!in.usage.present) {
+        if (cut_off) {
+            // The reported input, else the estimate; the larger of the reported
+            // output and the relayed text / 4.
+            const StreamUsage su = stream_usage(in.usage, ctx->cutoff.relayed_text_bytes, ctx->body.size(), nullptr);
+            in.estimated = !in.usage.present;
+            in.usage.present = true;
+            in.usage.prompt_tokens = su.prompt_tokens;
+            in.usage.completion_tokens = su.completion_tokens;
+        } else if (!in.usage.present) {
             in.estimated = true;
             in.usage.prompt_tokens = static_cast<std::int64_t>(ctx->body.size() / 4);
             // A cancelled stream: what it carried before it ended, bytes / 4.
             in.usage.completion_tokens = cancelled ? call->outcome().text_bytes / 4 : 0;
         }
-        const Price* price = price_of(mcf, *ctx, *call);
+        const Price* price = answering_price(mcf, *ctx, *call);
         in.cost_micros = price ? cost_micros(*price, in.usage.prompt_tokens, in.usage.completion_tokens) : 0;
         deltas = accounting_deltas(in);
         ngx_log_error(NGX_LOG_INFO, log, 0,
                       "llm_gateway: usage user=\"%s\" model=\"%s\" prompt_tokens=%L completion_tokens=%L "
-                      "cost_micro_usd=%L%s%s",
+                      "cost_micro_usd=%L%s%s%s",
                       log_value(ctx->user->name).c_str(), log_value(in.model).c_str(),
                       static_cast<long long>(in.usage.prompt_tokens), static_cast<long long>(in.usage.completion_tokens),
                       static_cast<long long>(in.cost_micros), in.estimated ? " (estimated)" : "",
-                      cancelled ? " (client cancelled)" : "");
+                      cancelled ? " (client cancelled)" : "", cut_off ? " (cut off at the budget)" : "");
     }
     // The optional statistics (llm_gateway_stats), in the same batch: the
     // user's usage of the model, and the answering call's latency bucket.

@@ -31,6 +31,8 @@ void call_event(const RequestCtx& ctx, const Call& call) {
         return fire("upstream", 502, res.text.empty() ? Codec::kInvalidMessage : res.text);
     case EndState::Cut:
         return fire("upstream", 502, Codec::kCutMessage);
+    case EndState::Stopped:
+        return;   // the gateway ended it (a budget): not the provider's failure
     default:
         if (proxied && failed_status) fire("upstream", status, route + " upstream returned status " + std::to_string(status));
         return;

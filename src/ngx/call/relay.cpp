@@ -9,6 +9,7 @@
 #include "ngx/call/call.h"
 #include "ngx/call/drain.h"
 #include "ngx/call/health.h"
+#include "ngx/call/stream_cutoff.h"
 #include "ngx/http/request_events.h"
 #include "ngx/http/headers.h"
 #include "ngx/http/routes.h"
@@ -111,6 +112,7 @@ ngx_int_t answer_stream(ngx_http_request_t* r, Call& call) {
     case EndState::Complete:
     case EndState::StreamError:
     case EndState::UpstreamError:   // a passthrough's error status, relayed as it came
+    case EndState::Stopped:         // ended at the caller's budget: its error event (logged then)
         return finish(r, call.pending());
     case EndState::Invalid:
         ngx_log_error(NGX_LOG_WARN, r->connection->log, 0, "llm_gateway: provider \"%s\" sent an invalid response: %s",
@@ -540,6 +542,7 @@ ngx_int_t request_on_stream_bytes(Call& call, std::string_view data) {
         drained(sr, ctx, data.size());
         return NGX_OK;
     }
+    if (cutoff_stops(call)) return NGX_OK;   // not sent: the stream ends at the budget
     ngx_chain_t* cl = ngx_chain_get_free_buf(sr->pool, &call.free_bufs);
     if (cl == nullptr) return NGX_ERROR;
     ngx_buf_t* b = cl->buf;
@@ -557,6 +560,7 @@ ngx_int_t request_on_stream_bytes(Call& call, std::string_view data) {
     ngx_int_t rc = next_body_filter(sr, cl);
     ngx_chain_update_chains(sr->pool, &call.free_bufs, &call.busy_bufs, &cl,
                             reinterpret_cast<ngx_buf_tag_t>(&ngx_http_llm_gateway_module));
+    if (rc != NGX_ERROR) cutoff_relayed(call);
     if (rc == NGX_ERROR && drains && sr->connection->error) {   // the write found the client gone
         start_drain(sr, ctx);
         return NGX_OK;
@@ -574,6 +578,7 @@ void release_calls(RequestCtx* ctx) {
             ngx_delete_posted_event(ev);
         }
     }
+    cutoff_release(ctx);
     // A probe whose verdict never came (the client left mid-call) is given
     // back, so the next call probes at once.
     Call* c = ctx->chosen;

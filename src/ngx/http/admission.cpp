@@ -6,7 +6,7 @@
 #include <unordered_map>
 
 #include "core/metering/reservation.h"
-
+#include "ngx/call/stream_cutoff.h"
 #include "ngx/events/feed.h"
 #include "ngx/http/request_events.h"
 #include "ngx/http/routes.h"
@@ -141,6 +141,7 @@ ngx_int_t admit_request(ngx_http_request_t* r, RequestCtx* ctx) {
             plan = &reserving;
         }
     }
+    if (billed) cutoff_keep_limits(mcf, ctx, *plan);
 
     ctx->phase = RequestCtx::Phase::Admitting;
     return await_store(
@@ -174,6 +175,7 @@ ngx_int_t finish_admission(ngx_http_request_t* r, RequestCtx* ctx) {
                       "limit_store_unavailable");
     }
     if (!ctx->admit_result.admitted) return answer_rejection(r, ctx, ctx->admit_result);
+    cutoff_admitted(ctx);
     ctx->phase = RequestCtx::Phase::Admitted;
     return NGX_DECLINED;
 }

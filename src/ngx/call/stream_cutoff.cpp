@@ -1,0 +1,81 @@
+#include "ngx/call/stream_cutoff.h"
+
+#include "ngx/call/call.h"
+
+namespace llmgw {
+namespace {
+
+// Posted: the provider call is ended as nginx's own time-out would end it
+// (not from inside the subrequest's body filter); its end resumes the
+// request, which sends the error event and finishes the response.
+void cutoff_handler(ngx_event_t* ev) {
+    auto* r = static_cast<ngx_http_request_t*>(ev->data);
+    ngx_connection_t* c = r->connection;
+    try {
+        RequestCtx* ctx = get_ctx(r);
+        if (ctx != nullptr && ctx->chosen != nullptr && ctx->chosen->running()) ctx->chosen->expire();
+    } catch (const std::exception& e) {
+        ngx_log_error(NGX_LOG_ERR, c->log, 0, "llm_gateway: ending a cut-off stream failed: %s", log_text(e.what()).c_str());
+    }
+    ngx_http_run_posted_requests(c);
+}
+
+}  // namespace
+
+void cutoff_keep_limits(MainConf* mcf, RequestCtx* ctx, const AdmissionPlan& plan) {
+    ctx->cutoff.limits.clear();
+    if (!mcf->stream_cutoff) return;
+    ctx->cutoff.limits = budget_limits(plan);
+    ctx->cutoff.checks = plan.checks.size();
+}
+
+void cutoff_admitted(RequestCtx* ctx) {
+    if (ctx->cutoff.limits.empty()) return;
+    ctx->cutoff.remaining = remaining_budget(ctx->cutoff.limits, ctx->admit_result.used, ctx->cutoff.checks);
+    ctx->cutoff.active = ctx->cutoff.remaining.any();
+}
+
+bool cutoff_stops(Call& call) {
+    RequestCtx* ctx = call.req;
+    auto& co = ctx->cutoff;
+    if (co.stopped) return true;
+    if (!co.active || !call.codec->event_stream()) return false;
+    ngx_http_request_t* sr = call.sr;
+    MainConf* mcf = main_conf(sr);
+    const CodecResult& res = call.outcome();
+    const StreamUsage running = stream_usage(res.usage, res.text_bytes, ctx->body.size(), answering_price(mcf, *ctx, call));
+    std::string_view why;
+    if (!crosses(co.remaining, running, &why)) return false;
+
+    const std::string message(why);
+    co.stopped = true;
+    call.codec->stop(message, "insufficient_quota", "budget_exceeded", call.pending());
+    const StreamUsage relayed = stream_usage(co.relayed_usage, co.relayed_text_bytes, ctx->body.size(), nullptr);
+    ngx_log_error(NGX_LOG_WARN, sr->connection->log, 0, "llm_gateway: stream cut off for user \"%s\": %s (%L tokens relayed)",
+                  log_value(ctx->user->name).c_str(), log_text(message).c_str(), static_cast<long long>(relayed.tokens()));
+    ngx_http_request_t* r = sr->main;
+    ngx_event_t* ev = static_cast<ngx_event_t*>(ngx_pcalloc(r->pool, sizeof(ngx_event_t)));
+    if (ev == nullptr) return true;   // the call then runs to its end, its bytes dropped
+    co.event = ev;
+    ev->handler = cutoff_handler;
+    ev->data = r;
+    ev->log = r->connection->log;
+    ngx_post_event(ev, &ngx_posted_events);
+    return true;
+}
+
+void cutoff_relayed(Call& call) {
+    auto& co = call.req->cutoff;
+    if (!co.active) return;
+    co.relayed_text_bytes = call.outcome().text_bytes;
+    co.relayed_usage = call.outcome().usage;
+}
+
+void cutoff_release(RequestCtx* ctx) {
+    ngx_event_t* ev = ctx->cutoff.event;
+    if (ev != nullptr && ev->posted) {   // nginx's macro is two statements
+        ngx_delete_posted_event(ev);
+    }
+}
+
+}  // namespace llmgw

@@ -1,0 +1,31 @@
+// The mid-stream budget cutoff (llm_gateway_stream_cutoff): a streamed
+// answer whose running usage would cross what remained of the caller's token
+// or cost budget at admission is ended with an error event in the caller's
+// format; the provider call is closed and what was relayed is billed
+// (docs/metering.md#mid-stream-cutoff).
+#pragma once
+#include <string_view>
+
+#include "ngx/module.h"
+
+namespace llmgw {
+
+class Call;
+
+// Admission's side: the request's token and cost checks (before the store
+// answers; the plan is shared), then, once admitted, what remains of them.
+void cutoff_keep_limits(MainConf* mcf, RequestCtx* ctx, const AdmissionPlan& plan);
+void cutoff_admitted(RequestCtx* ctx);
+
+// Before a batch of the chosen call's stream goes to the client (the codec
+// has read it): true when it must not be sent, because the stream was ended
+// at its budget now (its error event is the call's pending end; the provider
+// call is ended from a posted event) or earlier.
+bool cutoff_stops(Call& call);
+// After a batch was sent: what of the answer reached the client.
+void cutoff_relayed(Call& call);
+
+// At the request's end: the posted event no longer runs.
+void cutoff_release(RequestCtx* ctx);
+
+}  // namespace llmgw
