@@ -6,6 +6,8 @@
 # with 429 before anything reaches the provider; the admitted call is counted
 # once on the user, the group and the total (requests, and tokens where the
 # route bills them); both answers carry the remaining-allowance headers.
+# Again with reservations on (llm_gateway_budget_mode reserve, both stores):
+# the same, and every route settles what it reserved (nothing stays held).
 use strict;
 use warnings;
 use lib 't/lib';
@@ -55,12 +57,12 @@ my @ROUTES = (
 my (@users, @groups);
 for my $i (0 .. $#ROUTES) {
     push @groups, "llm_gateway_group own$i;", "llm_gateway_group shared$i requests_per_minute=1;";
-    push @users, "llm_gateway_user u$i key=sk-audit-u$i group=own$i requests_per_minute=1;",
+    push @users, "llm_gateway_user u$i key=sk-audit-u$i group=own$i requests_per_minute=1 tokens_per_day=100000000 cost_per_day=1000;",
                  "llm_gateway_user v$i key=sk-audit-v$i group=shared$i;";
 }
 
 sub gateway {
-    my ($store) = @_;
+    my ($store, $mode) = @_;
     my $conf = GwConf::gateway(
         providers => [
             { name => 'oai', type => 'openai', key => 'sk-prov-audit',
@@ -69,7 +71,8 @@ sub gateway {
             { name => 'gem', type => 'gemini', key => 'AIzaAudit', models => 'gemini-2.5-flash' },
         ],
         http => join("\n", "llm_gateway_ratelimit_headers on;", "llm_gateway_user root key=$ADMIN admin;", @groups, @users,
-                     ($store ? "llm_gateway_store $store;" : ())) . "\n",
+                     ($store ? "llm_gateway_store $store;" : ()), ($mode ? "llm_gateway_budget_mode $mode;" : ()),
+                     "llm_gateway_allow_unpriced on;") . "\n",
         server => "location /passthrough/ { llm_gateway_passthrough; }\n    location /admin { llm_gateway_admin; }",
     );
     return Gw::Nginx->start(conf => $conf, workers => 2, vars => { MOCK => $mock->port });
@@ -91,16 +94,17 @@ sub usage_of {
     return $r->{json};
 }
 
-for my $store (undef, 'redis') {
+for my $pass ([undef, undef], ['redis', undef], [undef, 'reserve'], ['redis', 'reserve']) {
+    my ($store, $mode) = @$pass;
     my $rd = $store ? GwRedis->start() : undef;
-    my $ng = gateway($rd ? 'redis://127.0.0.1:' . $rd->port : undef);
+    my $ng = gateway($rd ? 'redis://127.0.0.1:' . $rd->port : undef, $mode);
     GwMeter::wait_second_below(20);   # the whole table within one minute
     my $total0 = usage_of($ng)->{total}{requestsPerMinute};
     my $admitted = 0;
     for my $i (0 .. $#ROUTES) {
         my $route = $ROUTES[$i];
         my ($name, undef, undef, undef, undef, undef, $tin, $tout) = @$route;
-        subtest(($store // 'shm') . ": $name" => sub {
+        subtest(($store // 'shm') . ($mode ? " $mode" : '') . ": $name" => sub {
             for my $who (["u$i", 'its own limit'], ["v$i", "its group's limit"]) {
                 my ($user, $limit) = @$who;
                 my $before = provider_calls();
@@ -131,6 +135,10 @@ for my $store (undef, 'redis') {
                 is($ur->{tokensOutPerDay}, $tout, "u$i: $tout output tokens, counted once");
             } else {
                 ok($ur->{tokensInPerDay} > 0 && $ur->{tokensOutPerDay} > 0, "u$i: tokens counted");
+            }
+            if ($mode) {
+                is($ur->{reservedTokens}, 0, "u$i: no tokens left reserved");
+                is($ur->{reservedCostMicroUsd}, 0, "u$i: no cost left reserved");
             }
         });
     }
