@@ -309,7 +309,7 @@ bool execute_admission(KvTxn& kv, const AdmissionPlan& plan, AdmissionResult& re
     }
     const std::vector<Incr>& incrs = r.admitted ? plan.admit : plan.reject;
     for (const Incr& in : incrs) {
-        if (!kv.incr(in.key, in.delta, in.ttl)) return false;
+        if (in.delta != 0 && !kv.incr(in.key, in.delta, in.ttl)) return false;   // 0: a reservation of nothing
     }
     result = std::move(r);
     return true;

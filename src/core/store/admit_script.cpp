@@ -116,8 +116,11 @@ if rejected then
   nadmit = nreject
 end
 for i = 0, nadmit - 1 do
-  local e = bump(KEYS[first_admit + i], ARGV[first_arg + 2 * i], ARGV[first_arg + 2 * i + 1])
-  if e then return e end
+  -- a delta of 0 (a reservation of nothing) writes nothing
+  if ARGV[first_arg + 2 * i] ~= '0' then
+    local e = bump(KEYS[first_admit + i], ARGV[first_arg + 2 * i], ARGV[first_arg + 2 * i + 1])
+    if e then return e end
+  end
 end
 if rejected then return {1, rejected - 1, unpack(used)} end
 return {0, unpack(used)}

@@ -11,6 +11,7 @@
 //     splits decimals into 1e9 limbs: no double rounding above 2^53);
 //   - no breach: the admit increments; a breach: the reject increments
 //     instead, nothing else;
+//   - an increment of 0 writes nothing (a reservation of nothing);
 //   - an increment is INCRBY key delta, saturating at INT64_MAX/INT64_MIN on
 //     overflow like the shared-memory store (keeping the key's TTL); then
 //     EXPIRE key ttl when the key has no TTL (PTTL == -1), i.e. a new key's

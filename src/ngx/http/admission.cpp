@@ -61,8 +61,8 @@ bool priced_or_allowed(ngx_http_request_t* r, RequestCtx* ctx, MainConf* mcf) {
 // A user's admission plan is the same for every request within one second
 // (its keys name the current buckets, its Retry-After values count from that
 // second), so each worker keeps the plans of the current second.
-const AdmissionPlan& plan_for(PlanCache& pc, const RequestCtx& ctx, std::time_t now, bool in_process,
-                              std::int64_t reserve_ttl) {
+AdmissionPlan& plan_for(PlanCache& pc, const RequestCtx& ctx, std::time_t now, bool in_process,
+                        std::int64_t reserve_ttl) {
     if (pc.dir != ctx.directory.get() || pc.plans[0].size() + pc.plans[1].size() > 4096) {
         pc.dir = ctx.directory.get();   // users were reloaded: their addresses may be reused
         pc.plans[0].clear();
@@ -127,19 +127,15 @@ ngx_int_t admit_request(ngx_http_request_t* r, RequestCtx* ctx) {
     CounterStore* store = counter_store(mcf);
     Worker* w = worker();
     if (store == nullptr || w == nullptr) return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    const AdmissionPlan* plan = &plan_for(w->plans, *ctx, ngx_time(), store_uses_in_process_ttls(mcf), mcf->reserve_ttl);
+    AdmissionPlan* plan = &plan_for(w->plans, *ctx, ngx_time(), store_uses_in_process_ttls(mcf), mcf->reserve_ttl);
     if (mcf->ratelimit_headers && !ctx->is_admin_traffic) ctx->limit_shapes = limit_shapes(*plan);
-    // Reservations: this request's copy of the plan, with its worst case
-    // (the store copies the plan before admit() returns).
-    AdmissionPlan reserving;
-    if (!plan->reserve.empty() && billed) {
-        const ReserveAmounts amounts = reservation_for(mcf, *ctx);
-        if (amounts.tokens > 0 || amounts.cost_micros > 0) {
-            reserving = *plan;
-            set_reservation(reserving, amounts);
-            ctx->releases = reservation_releases(reserving);
-            plan = &reserving;
-        }
+    // Reservations: this request's worst case, set into the worker's cached
+    // plan itself (the worker runs one admission at a time, and a store
+    // that answers later copies the plan before admit() returns); a request
+    // that reserves nothing sets zeros.
+    if (!plan->reserve.empty()) {
+        set_reservation(*plan, billed ? reservation_for(mcf, *ctx) : ReserveAmounts{});
+        ctx->releases = reservation_releases(*plan);
     }
     if (billed) cutoff_keep_limits(mcf, ctx, *plan);
 

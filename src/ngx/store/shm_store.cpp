@@ -23,7 +23,16 @@ constexpr std::int64_t kMaxTtl = 32 * 86400;    // longest life of an entry in s
 
 // Slots of an entry: the metrics a scope counts (core/accounting.h's Metric);
 // kOther holds the value of a key that is not a counter of a known metric.
-enum Slot { kOther = kMetricCount, kSlotCount };
+// The reserved counters of one reservation slot (core/metering/reservation.h,
+// "llmgw:<kind>:<id>:rtok:rsv:<slot>", "...:rcost:rsv:<slot>") share an
+// entry too, "llmgw:<kind>:<id>:rsv:<slot>".
+enum Slot { kOther = kMetricCount, kReservedTokens, kReservedCost, kSlotCount };
+
+int slot_of(std::string_view metric) {
+    if (metric == "rtok") return kReservedTokens;
+    if (metric == "rcost") return kReservedCost;
+    return metric_from_name(metric);
+}
 
 // The tree part of an entry (node, key) is read by every lookup from both
 // workers; the values are written by every request. They live on different
@@ -63,7 +72,7 @@ std::size_t slab_size(std::size_t size) {
 Slot entry_key(const std::string& key, std::string& out) {
     std::string_view metric;
     if (split_counter_key(key, out, metric)) {
-        int slot = metric_from_name(metric);
+        int slot = slot_of(metric);
         if (slot >= 0) return static_cast<Slot>(slot);
     }
     out = key;
@@ -305,7 +314,7 @@ private:
         return n;
     }
 
-    static constexpr std::size_t kCache = 8;
+    static constexpr std::size_t kCache = 16;   // a request's counter entries and its reservation slots
     ZoneCtx* z_;
     std::int64_t now_;
     std::string ekey_;                 // scratch: the entry key of the current counter key
