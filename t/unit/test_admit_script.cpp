@@ -91,7 +91,7 @@ AdmissionPlan sample_plan() {
 struct Decoded {
     struct C {
         std::vector<std::string> keys;
-        std::string limit, add;
+        std::string limit, add, reserved;
     };
     std::vector<C> checks;
     std::vector<Incr> admit, reject;
@@ -109,9 +109,10 @@ bool decode_args(const std::vector<std::string>& keys, const std::vector<std::st
     for (std::size_t i = 0; i < n; ++i) {
         Decoded::C c;
         std::size_t nk = 0;
-        if (!num(nk) || a + 2 > argv.size()) return false;
+        if (!num(nk) || a + 3 > argv.size()) return false;
         c.limit = argv[a++];
         c.add = argv[a++];
+        c.reserved = argv[a++];
         for (std::size_t j = 0; j < nk; ++j) {
             if (k >= keys.size()) return false;
             c.keys.push_back(keys[k++]);
@@ -147,8 +148,9 @@ TEST(AdmitScript, ArgsRoundTrip) {
     const std::vector<std::string> args = admit_script_args(p, keys);
     EXPECT_EQ(keys, (std::vector<std::string>{"k:req:min", "k:tokin:day", "k:tokout:day", "k:req:min", "k:req:day",
                                               "k:cost", "k:rej:day"}));
-    EXPECT_EQ(args, (std::vector<std::string>{"3", "1", "50", "1", "2", "9223372036854775807", "0", "0", "1", "0",
-                                              "3", "1", "120", "1", "3024000", "-7", "5", "1", "1", "3024000"}));
+    EXPECT_EQ(args, (std::vector<std::string>{"3", "1", "50", "1", "0", "2", "9223372036854775807", "0", "0", "0", "1",
+                                              "0", "0", "3", "1", "120", "1", "3024000", "-7", "5", "1", "1",
+                                              "3024000"}));
     Decoded d;
     ASSERT_TRUE(decode_args(keys, args, d));
     ASSERT_EQ(d.checks.size(), p.checks.size());
@@ -156,6 +158,7 @@ TEST(AdmitScript, ArgsRoundTrip) {
         EXPECT_EQ(d.checks[i].keys, p.checks[i].keys);
         EXPECT_EQ(d.checks[i].limit, std::to_string(p.checks[i].limit));
         EXPECT_EQ(d.checks[i].add, p.checks[i].add > 0 ? std::to_string(p.checks[i].add) : "0");
+        EXPECT_EQ(d.checks[i].reserved, "0");
     }
     EXPECT_TRUE(same_incrs(d.admit, p.admit));
     EXPECT_TRUE(same_incrs(d.reject, p.reject));

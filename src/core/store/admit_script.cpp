@@ -1,6 +1,8 @@
 // The admission script and the store command builders (see admit_script.h).
 #include "core/store/admit_script.h"
 
+#include "core/metering/reservation.h"
+
 #include <openssl/evp.h>
 
 #include <utility>
@@ -72,10 +74,17 @@ local used = {}
 for i = 1, nchecks do
   local nkeys = tonumber(ARGV[a])
   local limit, add = ARGV[a + 1], ARGV[a + 2]
-  a = a + 3
+  local nrsv = tonumber(ARGV[a + 3])
+  a = a + 4
   local sh, sl = 0, 0
+  local vals = {}
+  for j = 1, nkeys - nrsv do vals[j] = redis.call('GET', KEYS[k + j - 1]) end
+  if nrsv > 0 then
+    local r = redis.call('MGET', unpack(KEYS, k + nkeys - nrsv, k + nkeys - 1))
+    for j = 1, nrsv do vals[nkeys - nrsv + j] = r[j] end
+  end
   for j = 1, nkeys do
-    local v = redis.call('GET', KEYS[k + j - 1])
+    local v = vals[j]
     if v then
       if string.len(v) > 20 or not string.match(v, '^%-?%d+$') then
         return redis.error_reply('llmgw: counter is not an integer: ' .. KEYS[k + j - 1])
@@ -175,10 +184,10 @@ for g = 1, ngroups do
 end
 local nrel = tonumber(ARGV[a] or '0') or 0
 a = a + 1
+-- one call while other reservations remain; a counter that reaches 0 (or
+-- that had expired, and so comes back negative) is deleted at once
 for i = 1, nrel do
-  if redis.call('EXISTS', KEYS[k]) == 1 then
-    if redis.call('DECRBY', KEYS[k], ARGV[a]) <= 0 then redis.call('DEL', KEYS[k]) end
-  end
+  if redis.call('DECRBY', KEYS[k], ARGV[a]) <= 0 then redis.call('DEL', KEYS[k]) end
   k = k + 1; a = a + 1
 end
 redis.call('SET', op, choices, 'EX', opttl)
@@ -406,6 +415,7 @@ std::vector<std::string> admit_script_args(const AdmissionPlan& plan, std::vecto
             args.push_back(std::to_string(c.keys.size()));
             args.push_back(std::to_string(c.limit));
             args.push_back(c.add > 0 ? std::to_string(c.add) : std::string("0"));
+            args.push_back(c.reserves ? std::to_string(kReserveSlots) : std::string("0"));
             keys.insert(keys.end(), c.keys.begin(), c.keys.end());
         }
         for (const std::vector<Incr>* incrs : {&plan.admit, &plan.reject}) {

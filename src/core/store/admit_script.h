@@ -24,6 +24,9 @@
 //   KEYS = the keys of check 0, of check 1, ..., then the admit keys, then
 //          the reject keys, each in plan order;
 //   ARGV = nchecks, then per check: nkeys, limit, add ("0" when add <= 0),
+//          nreserved (how many of its last keys are reserved counters,
+//          core/metering/reservation.h: read with one MGET, a key of
+//          another type as none),
 //          then nadmit, then per admit increment: delta, ttl,
 //          then nreject, then per reject increment: delta, ttl.
 //   All numbers are decimal int64 text.
@@ -98,8 +101,8 @@ std::vector<std::string> account_command(const std::vector<Incr>& incrs, bool by
 // end the op key records "w" and one character per group, '0' own keys,
 // '1' overflow keys.
 // releases: a reservation's release (core/metering/reservation.h), in the
-// same call: each counter that exists is DECRBY'd its delta and deleted
-// when that leaves it at 0 or below; a counter that expired is left alone.
+// same call: each counter is DECRBY'd its delta and deleted when that
+// leaves it at 0 or below, so a counter that had expired is not brought back.
 // Layout: KEYS = set, op key, plain keys, per group its keys then its
 // overflow keys, then the release keys; ARGV = "b", max_ids, ids_ttl,
 // op_ttl, nplain, (delta, ttl) per plain counter, ngroups, per group:

@@ -13,6 +13,7 @@
 #include <string_view>
 #include <memory>
 
+#include "core/metering/reservation.h"
 #include "ngx/store/store.h"
 
 namespace llmgw {
@@ -23,15 +24,51 @@ constexpr std::int64_t kMaxTtl = 32 * 86400;    // longest life of an entry in s
 
 // Slots of an entry: the metrics a scope counts (core/accounting.h's Metric);
 // kOther holds the value of a key that is not a counter of a known metric.
-// The reserved counters of one reservation slot (core/metering/reservation.h,
-// "llmgw:<kind>:<id>:rtok:rsv:<slot>", "...:rcost:rsv:<slot>") share an
-// entry too, "llmgw:<kind>:<id>:rsv:<slot>".
-enum Slot { kOther = kMetricCount, kReservedTokens, kReservedCost, kSlotCount };
+enum Slot { kOther = kMetricCount, kSlotCount };
 
-int slot_of(std::string_view metric) {
-    if (metric == "rtok") return kReservedTokens;
-    if (metric == "rcost") return kReservedCost;
-    return metric_from_name(metric);
+// The reserved counters of a scope (core/metering/reservation.h,
+// "llmgw:<kind>:<id>:rtok:rsv:<slot>" and "...:rcost:rsv:<slot>") live in
+// one ring entry per scope, "llmgw:<kind>:<id>:rsv": position slot % kRing
+// holds {slot, expires, tokens, cost}. A check sums a scope's live slots
+// from that one entry, under the zone's mutex, instead of looking up a
+// mostly absent entry per slot.
+constexpr int kRing = 8;                 // >= kReserveSlots: the live slots never share a position
+constexpr std::size_t kRingValues = 4 * kRing;
+static_assert(kRing >= kReserveSlots, "every live reservation slot needs its own ring position");
+
+struct ReservedKey {
+    std::string_view ring;   // the ring entry's key
+    std::int64_t slot = 0;
+    int which = 0;           // 0 tokens, 1 cost
+};
+
+// Whether key is a reserved counter's key, and its parts.
+bool parse_reserved(std::string_view key, ReservedKey& out) {
+    const std::size_t b = key.rfind(':');
+    if (b == std::string_view::npos || b + 1 >= key.size() || b + 20 < key.size()) return false;
+    std::int64_t slot = 0;
+    for (std::size_t i = b + 1; i < key.size(); ++i) {
+        const char c = key[i];
+        if (c < '0' || c > '9') return false;
+        slot = slot * 10 + (c - '0');
+    }
+    std::string_view head = key.substr(0, b);   // ...:rtok:rsv
+    constexpr std::string_view kTok = ":rtok:rsv", kCost = ":rcost:rsv";
+    int which;
+    std::size_t cut;
+    if (head.size() > kTok.size() && head.substr(head.size() - kTok.size()) == kTok) {
+        which = 0;
+        cut = head.size() - kTok.size();
+    } else if (head.size() > kCost.size() && head.substr(head.size() - kCost.size()) == kCost) {
+        which = 1;
+        cut = head.size() - kCost.size();
+    } else {
+        return false;
+    }
+    out.ring = key.substr(0, cut);   // "llmgw:<kind>:<id>", the ring key is this + ":rsv"
+    out.slot = slot;
+    out.which = which;
+    return true;
 }
 
 // The tree part of an entry (node, key) is read by every lookup from both
@@ -43,7 +80,7 @@ struct Entry {
     std::uint32_t hash;        // crc32 of the key
     ngx_queue_t queue;
     std::int64_t expires;      // unix seconds
-    std::int64_t* values;      // kSlotCount values, cache-line aligned, same allocation
+    std::int64_t* values;      // kSlotCount values (a reservation ring: kRingValues), cache-line aligned, same allocation
     u_short len;
     u_char stats;              // counted in Shared::stats_bytes
     u_char key[1];
@@ -55,7 +92,9 @@ std::size_t values_offset(std::size_t key_len) {
     return (offsetof(Entry, key) + key_len + kLine - 1) / kLine * kLine;
 }
 
-std::size_t entry_size(std::size_t key_len) { return values_offset(key_len) + kSlotCount * sizeof(std::int64_t); }
+std::size_t entry_size(std::size_t key_len, std::size_t nvalues = kSlotCount) {
+    return values_offset(key_len) + nvalues * sizeof(std::int64_t);
+}
 
 // What the slab allocator takes for an allocation: a power of two up to
 // half a page, whole pages above.
@@ -72,7 +111,7 @@ std::size_t slab_size(std::size_t size) {
 Slot entry_key(const std::string& key, std::string& out) {
     std::string_view metric;
     if (split_counter_key(key, out, metric)) {
-        int slot = slot_of(metric);
+        int slot = metric_from_name(metric);
         if (slot >= 0) return static_cast<Slot>(slot);
     }
     out = key;
@@ -148,12 +187,24 @@ public:
     }
 
     std::int64_t get(const std::string& key) override {
+        ReservedKey rk;
+        if (parse_reserved(key, rk)) {
+            const std::int64_t* v = ring_position(rk, false, 0);
+            return v != nullptr ? v[2 + rk.which] : 0;
+        }
         Slot slot = entry_key(key, ekey_);
         Entry* e = find(ekey_);
         return (e && e->expires > now_) ? e->values[slot] : 0;
     }
 
     bool incr(const std::string& key, std::int64_t delta, std::int64_t ttl) override {
+        ReservedKey rk;
+        if (parse_reserved(key, rk)) {
+            std::int64_t* v = ring_position(rk, true, ttl);
+            if (v == nullptr) return false;
+            v[2 + rk.which] = saturating_add(v[2 + rk.which], delta);
+            return true;
+        }
         Slot slot = entry_key(key, ekey_);
         Entry* e = find_or_create(ekey_, ttl);
         if (e == nullptr) return false;
@@ -161,12 +212,32 @@ public:
         return true;
     }
 
-    // Takes amount from a counter that still exists, never below 0.
+    // Takes amount from a reserved counter that still exists, never below 0.
     void release(const std::string& key, std::int64_t amount) {
-        Slot slot = entry_key(key, ekey_);
-        Entry* e = find(ekey_);
-        if (e == nullptr || e->expires <= now_) return;
-        e->values[slot] = e->values[slot] > amount ? e->values[slot] - amount : 0;
+        ReservedKey rk;
+        if (!parse_reserved(key, rk)) return;
+        std::int64_t* v = ring_position(rk, false, 0);
+        if (v != nullptr) v[2 + rk.which] = v[2 + rk.which] > amount ? v[2 + rk.which] - amount : 0;
+    }
+
+    // The ring position of a reserved slot: {slot, expires, tokens, cost}.
+    // Reading (create false): null when the slot holds nothing live. With
+    // create, a position last used by another slot (or expired) starts
+    // afresh with the slot's TTL, as a new key would.
+    std::int64_t* ring_position(const ReservedKey& rk, bool create, std::int64_t ttl) {
+        ring_key_.assign(rk.ring.data(), rk.ring.size()).append(":rsv");
+        Entry* e = create ? find_or_create(ring_key_, ttl, false, kRingValues) : find(ring_key_);
+        if (e == nullptr || e->expires <= now_) return nullptr;
+        std::int64_t* v = e->values + 4 * static_cast<std::size_t>(rk.slot % kRing);
+        const bool live = v[0] == rk.slot && v[1] > now_;
+        if (!create) return live ? v : nullptr;
+        if (!live) {
+            v[0] = rk.slot;
+            v[1] = now_ + std::min(ttl, kMaxTtl);
+            v[2] = v[3] = 0;
+        }
+        if (e->expires < v[1]) e->expires = v[1];
+        return v;
     }
 
     bool raise(const std::string& key, std::int64_t value, std::int64_t ttl) {
@@ -231,7 +302,9 @@ public:
         while (q != ngx_queue_sentinel(&z_->sh->queue)) {
             Entry* e = ngx_queue_data(q, Entry, queue);
             q = ngx_queue_next(q);
-            if (e->len >= prefix.size() && std::memcmp(e->key, prefix.data(), prefix.size()) == 0) e->values[slot] = 0;
+            const std::string_view k(reinterpret_cast<const char*>(e->key), e->len);
+            const bool ring = k.size() >= 4 && k.substr(k.size() - 4) == ":rsv";   // not metric slots
+            if (!ring && k.size() >= prefix.size() && std::memcmp(e->key, prefix.data(), prefix.size()) == 0) e->values[slot] = 0;
         }
     }
 
@@ -276,21 +349,22 @@ private:
         assign_entry_key(ekey_, kind, id, w, bucket(w, now_));
     }
 
-    Entry* find_or_create(const std::string& key, std::int64_t ttl, bool stats = false) {
+    Entry* find_or_create(const std::string& key, std::int64_t ttl, bool stats = false,
+                          std::size_t nvalues = kSlotCount) {
         // Counters written here while a shared store is down carry its long
         // TTLs; shared memory keeps them at most 32 days.
         if (ttl > kMaxTtl) ttl = kMaxTtl;
         Entry* e = find(key);
         if (e != nullptr) {
             if (e->expires <= now_) {   // expired: a new window's counter
-                std::memset(e->values, 0, kSlotCount * sizeof(std::int64_t));
+                std::memset(e->values, 0, nvalues * sizeof(std::int64_t));
                 e->expires = now_ + ttl;
             }
             return e;
         }
         if (key.size() > 65535) return nullptr;
         std::uint32_t hash = hash_of(key);
-        std::size_t size = entry_size(key.size());
+        std::size_t size = entry_size(key.size(), nvalues);
         auto* n = static_cast<Entry*>(ngx_slab_alloc_locked(z_->shpool, size));
         if (n == nullptr) {
             sweep(true);   // expired entries go first
@@ -299,7 +373,7 @@ private:
         }
         n->hash = hash;
         n->values = reinterpret_cast<std::int64_t*>(reinterpret_cast<u_char*>(n) + values_offset(key.size()));
-        std::memset(n->values, 0, kSlotCount * sizeof(std::int64_t));
+        std::memset(n->values, 0, nvalues * sizeof(std::int64_t));
         n->expires = now_ + ttl;
         n->len = static_cast<u_short>(key.size());
         n->stats = stats ? 1 : 0;
@@ -318,6 +392,7 @@ private:
     ZoneCtx* z_;
     std::int64_t now_;
     std::string ekey_;                 // scratch: the entry key of the current counter key
+    std::string ring_key_;             // scratch: the ring entry key of a reserved counter
     Entry* cache_[kCache] = {};
     std::size_t cache_next_ = 0;
     bool overflowed_ = false;
