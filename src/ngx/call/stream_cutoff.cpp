@@ -22,19 +22,6 @@ void cutoff_handler(ngx_event_t* ev) {
 
 }  // namespace
 
-void cutoff_keep_limits(MainConf* mcf, RequestCtx* ctx, const AdmissionPlan& plan) {
-    ctx->cutoff.limits.clear();
-    if (!mcf->stream_cutoff) return;
-    ctx->cutoff.limits = budget_limits(plan);
-    ctx->cutoff.checks = plan.checks.size();
-}
-
-void cutoff_admitted(RequestCtx* ctx) {
-    if (ctx->cutoff.limits.empty()) return;
-    ctx->cutoff.remaining = remaining_budget(ctx->cutoff.limits, ctx->admit_result.used, ctx->cutoff.checks);
-    ctx->cutoff.active = ctx->cutoff.remaining.any();
-}
-
 bool cutoff_stops(Call& call) {
     RequestCtx* ctx = call.req;
     auto& co = ctx->cutoff;

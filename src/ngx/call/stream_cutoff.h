@@ -2,7 +2,8 @@
 // answer whose running usage would cross what remained of the caller's token
 // or cost budget at admission is ended with an error event in the caller's
 // format; the provider call is closed and what was relayed is billed
-// (docs/metering.md#mid-stream-cutoff).
+// (docs/metering.md#mid-stream-cutoff). Admission keeps what remains
+// (ngx/http/admission.cpp); this is the relay's side.
 #pragma once
 #include <string_view>
 
@@ -11,11 +12,6 @@
 namespace llmgw {
 
 class Call;
-
-// Admission's side: the request's token and cost checks (before the store
-// answers; the plan is shared), then, once admitted, what remains of them.
-void cutoff_keep_limits(MainConf* mcf, RequestCtx* ctx, const AdmissionPlan& plan);
-void cutoff_admitted(RequestCtx* ctx);
 
 // Before a batch of the chosen call's stream goes to the client (the codec
 // has read it): true when it must not be sent, because the stream was ended

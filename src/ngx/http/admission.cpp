@@ -6,7 +6,6 @@
 #include <unordered_map>
 
 #include "core/metering/reservation.h"
-#include "ngx/call/stream_cutoff.h"
 #include "ngx/events/feed.h"
 #include "ngx/http/request_events.h"
 #include "ngx/http/routes.h"
@@ -95,6 +94,22 @@ ReserveAmounts reservation_for(const MainConf* mcf, const RequestCtx& ctx) {
         if (p != nullptr) a.cost_micros = std::max(a.cost_micros, cost_micros(*p, in, out));
     }
     return a;
+}
+
+// llm_gateway_stream_cutoff: the request's token and cost checks, kept
+// before the store answers (the plan is the worker's, and changes), then,
+// once admitted, what remains of them (ngx/call/stream_cutoff.h).
+void cutoff_keep_limits(const MainConf* mcf, RequestCtx* ctx, const AdmissionPlan& plan) {
+    ctx->cutoff.limits.clear();
+    if (!mcf->stream_cutoff) return;
+    ctx->cutoff.limits = budget_limits(plan);
+    ctx->cutoff.checks = plan.checks.size();
+}
+
+void cutoff_admitted(RequestCtx* ctx) {
+    if (ctx->cutoff.limits.empty()) return;
+    ctx->cutoff.remaining = remaining_budget(ctx->cutoff.limits, ctx->admit_result.used, ctx->cutoff.checks);
+    ctx->cutoff.active = ctx->cutoff.remaining.any();
 }
 
 }  // namespace
