@@ -94,7 +94,7 @@ struct Decoded {
         std::string limit, add, reserved;
     };
     std::vector<C> checks;
-    std::vector<Incr> admit, reject;
+    std::vector<Incr> admit, reject, reserve;
 };
 
 bool decode_args(const std::vector<std::string>& keys, const std::vector<std::string>& argv, Decoded& d) {
@@ -119,7 +119,7 @@ bool decode_args(const std::vector<std::string>& keys, const std::vector<std::st
         }
         d.checks.push_back(c);
     }
-    for (std::vector<Incr>* out : {&d.admit, &d.reject}) {
+    for (std::vector<Incr>* out : {&d.admit, &d.reject, &d.reserve}) {
         if (!num(n)) return false;
         for (std::size_t i = 0; i < n; ++i) {
             if (a + 2 > argv.size() || k >= keys.size()) return false;
@@ -150,7 +150,7 @@ TEST(AdmitScript, ArgsRoundTrip) {
                                               "k:cost", "k:rej:day"}));
     EXPECT_EQ(args, (std::vector<std::string>{"3", "1", "50", "1", "0", "2", "9223372036854775807", "0", "0", "0", "1",
                                               "0", "0", "3", "1", "120", "1", "3024000", "-7", "5", "1", "1",
-                                              "3024000"}));
+                                              "3024000", "0"}));
     Decoded d;
     ASSERT_TRUE(decode_args(keys, args, d));
     ASSERT_EQ(d.checks.size(), p.checks.size());
@@ -203,9 +203,9 @@ TEST(AdmitScript, ArgsOfARealPlan) {
 TEST(AdmitScript, EmptyPlan) {
     AdmissionPlan p;
     std::vector<std::string> keys;
-    EXPECT_EQ(admit_script_args(p, keys), (std::vector<std::string>{"0", "0", "0"}));
+    EXPECT_EQ(admit_script_args(p, keys), (std::vector<std::string>{"0", "0", "0", "0"}));
     EXPECT_TRUE(keys.empty());
-    EXPECT_EQ(admit_command(p), (std::vector<std::string>{"EVALSHA", admit_script_sha1(), "0", "0", "0", "0"}));
+    EXPECT_EQ(admit_command(p), (std::vector<std::string>{"EVALSHA", admit_script_sha1(), "0", "0", "0", "0", "0"}));
 }
 
 // ---- replies ----
@@ -956,4 +956,29 @@ TEST_F(AdmitScriptRedis, ReservationsHoldAndSettle) {
     ASSERT_EQ(v.type, T::Integer) << v.str;
     EXPECT_EQ(c_.call({"EXISTS", rel[0].key}).integer, 0);
     EXPECT_EQ(get(key("user", "alice", "tokin", Window::Day)), 160);
+}
+
+// A reservation made by an op-guarded admission is undone by its cancel,
+// like the rest of the admission; a new reserved counter gets its TTL once.
+TEST_F(AdmitScriptRedis, AReservationIsCancelledWithItsAdmission) {
+    Limits user;
+    user.cost_per_day_micros = 10000;
+    const std::vector<Scope> scopes = {{"user", "alice", &user}};
+    AdmissionPlan plan = build_admission_plan(scopes, kNow, false, 600);
+    set_reservation(plan, ReserveAmounts{0, 700});
+    const std::string rk = reservation_releases(plan).at(0).key;
+    RespValue v = c_.call(admit_command_op(plan, "op:res", 3600, false));
+    ASSERT_EQ(v.type, T::Array) << v.str;
+    EXPECT_EQ(v.elements[0].integer, 0);
+    EXPECT_EQ(get(rk), 700);
+    const long long t1 = ttl(rk);
+    EXPECT_GT(t1, 600);
+    c_.call({"EXPIRE", rk, "5000"});                 // a second reservation must not reset it
+    v = c_.call(admit_command_op(plan, "op:res2", 3600, false));
+    ASSERT_EQ(v.type, T::Array) << v.str;
+    EXPECT_EQ(get(rk), 1400);
+    EXPECT_GT(ttl(rk), 4000);
+    EXPECT_EQ(c_.call(cancel_admit_command(plan, "op:res2", 3600)).integer, 1);
+    EXPECT_EQ(get(rk), 700);
+    EXPECT_EQ(get(key("user", "alice", "req", Window::Day)), 1);
 }

@@ -67,6 +67,18 @@ end
 // The rest of the admission script, after kBump.
 const char kScriptTail[] = R"LUA(local a, k = 1, 1
 local nchecks = tonumber(ARGV[a]); a = a + 1
+-- the reserved counters of every check, in one MGET (a key of another type
+-- reads as none)
+local rsv, rn = {}, 0
+do
+  local pa, pk, idx = a, k, {}
+  for i = 1, nchecks do
+    local nk, nr = tonumber(ARGV[pa]), tonumber(ARGV[pa + 3])
+    for j = nk - nr, nk - 1 do idx[#idx + 1] = KEYS[pk + j] end
+    pa = pa + 4; pk = pk + nk
+  end
+  if #idx > 0 then rsv = redis.call('MGET', unpack(idx)) end
+end
 local rejected = nil
 -- every check's sum before this request, as text (negative as 0): the
 -- reply carries them for the remaining-allowance headers
@@ -79,10 +91,7 @@ for i = 1, nchecks do
   local sh, sl = 0, 0
   local vals = {}
   for j = 1, nkeys - nrsv do vals[j] = redis.call('GET', KEYS[k + j - 1]) end
-  if nrsv > 0 then
-    local r = redis.call('MGET', unpack(KEYS, k + nkeys - nrsv, k + nkeys - 1))
-    for j = 1, nrsv do vals[nkeys - nrsv + j] = r[j] end
-  end
+  for j = 1, nrsv do rn = rn + 1; vals[nkeys - nrsv + j] = rsv[rn] end
   for j = 1, nkeys do
     local v = vals[j]
     if v then
@@ -113,16 +122,34 @@ local nadmit = tonumber(ARGV[a]); a = a + 1
 local first_admit, first_arg = k, a
 k = k + nadmit; a = a + 2 * nadmit
 local nreject = tonumber(ARGV[a]); a = a + 1
+local first_reject, first_reject_arg = k, a
+k = k + nreject; a = a + 2 * nreject
+-- the reservations: added when admitted, a new counter given its TTL
+local nres = tonumber(ARGV[a]); a = a + 1
+local first_res, first_res_arg = k, a
+k = k + nres; a = a + 2 * nres
 -- optional op guard: one more key (the op key) and one more argument (its
 -- TTL); the op is claimed before any write, so a cancelled op never runs
-if #ARGV > a - 1 + 2 * nreject then
+if #ARGV > a - 1 then
   local mark = 'a'
   if rejected then mark = 'r' end
-  if not redis.call('SET', KEYS[k + nreject], mark, 'NX', 'EX', ARGV[#ARGV]) then return {2} end
+  if not redis.call('SET', KEYS[k], mark, 'NX', 'EX', ARGV[#ARGV]) then return {2} end
 end
 if rejected then
-  first_admit, first_arg = k, a
+  first_admit, first_arg = first_reject, first_reject_arg
   nadmit = nreject
+else
+  for i = 0, nres - 1 do
+    local key, d = KEYS[first_res + i], ARGV[first_res_arg + 2 * i]
+    local n = tonumber(d)
+    -- INCRBY answers the delta itself only for a new counter (a reserved
+    -- counter is deleted when it reaches 0): then it gets its TTL
+    if redis.call('INCRBY', key, d) == n and n < 9007199254740992 then
+      redis.call('EXPIRE', key, ARGV[first_res_arg + 2 * i + 1])
+    elseif n >= 9007199254740992 and redis.call('PTTL', key) == -1 then
+      redis.call('EXPIRE', key, ARGV[first_res_arg + 2 * i + 1])
+    end
+  end
 end
 for i = 0, nadmit - 1 do
   -- a delta of 0 (a reservation of nothing) writes nothing
@@ -418,13 +445,36 @@ std::vector<std::string> admit_script_args(const AdmissionPlan& plan, std::vecto
             args.push_back(c.reserves ? std::to_string(kReserveSlots) : std::string("0"));
             keys.insert(keys.end(), c.keys.begin(), c.keys.end());
         }
-        for (const std::vector<Incr>* incrs : {&plan.admit, &plan.reject}) {
-            args.push_back(std::to_string(incrs->size()));
-            for (const Incr& in : *incrs) {
-                args.push_back(std::to_string(in.delta));
-                args.push_back(std::to_string(in.ttl));
-                keys.push_back(in.key);
-            }
+        // The reservation increments go in their own section (written only
+        // when admitted, cheaper than the counters' saturating bump), and
+        // only those that reserve something.
+        std::vector<bool> reserving(plan.admit.size(), false);
+        for (const AdmissionPlan::Reserve& r : plan.reserve) {
+            if (r.admit_index < reserving.size()) reserving[r.admit_index] = true;
+        }
+        std::size_t nadmit = 0;
+        for (std::size_t i = 0; i < plan.admit.size(); ++i) nadmit += reserving[i] ? 0 : 1;
+        args.push_back(std::to_string(nadmit));
+        for (std::size_t i = 0; i < plan.admit.size(); ++i) {
+            if (reserving[i]) continue;
+            args.push_back(std::to_string(plan.admit[i].delta));
+            args.push_back(std::to_string(plan.admit[i].ttl));
+            keys.push_back(plan.admit[i].key);
+        }
+        args.push_back(std::to_string(plan.reject.size()));
+        for (const Incr& in : plan.reject) {
+            args.push_back(std::to_string(in.delta));
+            args.push_back(std::to_string(in.ttl));
+            keys.push_back(in.key);
+        }
+        std::size_t nres = 0;
+        for (std::size_t i = 0; i < plan.admit.size(); ++i) nres += reserving[i] && plan.admit[i].delta > 0 ? 1 : 0;
+        args.push_back(std::to_string(nres));
+        for (std::size_t i = 0; i < plan.admit.size(); ++i) {
+            if (!reserving[i] || plan.admit[i].delta <= 0) continue;
+            args.push_back(std::to_string(plan.admit[i].delta));
+            args.push_back(std::to_string(plan.admit[i].ttl));
+            keys.push_back(plan.admit[i].key);
         }
     } catch (...) {
         keys.clear();

@@ -22,13 +22,18 @@
 //
 // Encoding (EVALSHA sha numkeys KEYS... ARGV...):
 //   KEYS = the keys of check 0, of check 1, ..., then the admit keys, then
-//          the reject keys, each in plan order;
+//          the reject keys, then the reservation keys, each in plan order;
 //   ARGV = nchecks, then per check: nkeys, limit, add ("0" when add <= 0),
 //          nreserved (how many of its last keys are reserved counters,
 //          core/metering/reservation.h: read with one MGET, a key of
 //          another type as none),
 //          then nadmit, then per admit increment: delta, ttl,
-//          then nreject, then per reject increment: delta, ttl.
+//          then nreject, then per reject increment: delta, ttl,
+//          then nreserve, then per reservation (the admit increments of
+//          plan.reserve with a delta above 0): delta, ttl. A reservation
+//          is INCRBY key delta, and EXPIRE key ttl when that created the
+//          counter (reserved counters are deleted at 0).
+//   The reserved counters of all checks are read with one MGET first.
 //   All numbers are decimal int64 text.
 // Reply: {0, used...} admitted; {1, i, used...} rejected by check i,
 // 0-based (the index in plan.checks, = AdmissionResult::check_index); used:
