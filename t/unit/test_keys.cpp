@@ -85,5 +85,27 @@ TEST(Keys, AdminReadsWhatWritersWrite) {
     EXPECT_TRUE(contains(read, seen_key("user", "alice")));
 }
 
+TEST(Keys, ReservedKeysSplitIntoScopeSlotAndMeasure) {
+    std::string_view scope;
+    std::int64_t slot = -1;
+    bool tokens = false;
+    const std::string k = reserved_key("user", "a:b", true, 11968458);
+    ASSERT_TRUE(split_reserved_key(k, scope, slot, tokens));
+    EXPECT_EQ(scope, "llmgw:user:a:b:");
+    EXPECT_EQ(slot, 11968458);
+    EXPECT_TRUE(tokens);
+    const std::string c = reserved_key("group", "eng", false, 7);   // scope views into it
+    ASSERT_TRUE(split_reserved_key(c, scope, slot, tokens));
+    EXPECT_EQ(scope, "llmgw:group:eng:");
+    EXPECT_EQ(slot, 7);
+    EXPECT_FALSE(tokens);
+    slot = -1;
+    for (const char* other : {"llmgw:user:a:tokin:day:20261121", "llmgw:user:a:rtok:rsv:", "llmgw:user:a:rtok:rsv:1x",
+                              "rtok:rsv:5", "llmgw:user:a:rtok:rsv:1234567890123456789", "llmgw:user:a:seen", ""}) {
+        EXPECT_FALSE(split_reserved_key(other, scope, slot, tokens)) << other;
+    }
+    EXPECT_EQ(slot, -1);
+}
+
 }  // namespace
 }  // namespace llmgw

@@ -71,6 +71,26 @@ std::string reserved_key(std::string_view kind, std::string_view id, bool tokens
     return key;
 }
 
+bool split_reserved_key(std::string_view key, std::string_view& scope, std::int64_t& slot, bool& tokens) {
+    const std::size_t b = key.rfind(':');
+    if (b == std::string_view::npos || b + 1 >= key.size() || b + 19 < key.size()) return false;   // 1..18 digits
+    std::int64_t n = 0;
+    for (std::size_t i = b + 1; i < key.size(); ++i) {
+        if (key[i] < '0' || key[i] > '9') return false;
+        n = n * 10 + (key[i] - '0');
+    }
+    const std::string_view head = key.substr(0, b + 1);   // ...:rtok:rsv:
+    for (const std::string_view tail : {std::string_view("rtok:rsv:"), std::string_view("rcost:rsv:")}) {
+        if (head.size() > tail.size() && head.substr(head.size() - tail.size()) == tail) {
+            scope = key.substr(0, head.size() - tail.size());
+            slot = n;
+            tokens = tail[1] == 't';
+            return true;
+        }
+    }
+    return false;
+}
+
 std::string op_key(std::string_view unique) {
     std::string key = "llmgw:op:";
     key.append(unique);

@@ -30,6 +30,9 @@ std::string counter_key(std::string_view kind, std::string_view id, std::string_
 std::string seen_key(std::string_view kind, std::string_view id);
 // The reserved counter of a scope's slot; tokens ("rtok") when tokens, else cost ("rcost").
 std::string reserved_key(std::string_view kind, std::string_view id, bool tokens, std::int64_t slot);
+// The parts of a reserved counter's key: its scope prefix ("llmgw:<kind>:<id>:",
+// a view into key), slot and measure. False (outputs untouched) for any other key.
+bool split_reserved_key(std::string_view key, std::string_view& scope, std::int64_t& slot, bool& tokens);
 std::string scope_prefix(std::string_view kind, std::string_view id);
 
 // The shared-memory entry key of a scope's window, written into out (its

@@ -37,37 +37,15 @@ constexpr std::size_t kRingValues = 4 * kRing;
 static_assert(kRing >= kReserveSlots, "every live reservation slot needs its own ring position");
 
 struct ReservedKey {
-    std::string_view ring;   // the ring entry's key
+    std::string_view scope;  // "llmgw:<kind>:<id>:"; the ring entry's key is this + "rsv"
     std::int64_t slot = 0;
     int which = 0;           // 0 tokens, 1 cost
 };
 
-// Whether key is a reserved counter's key, and its parts.
 bool parse_reserved(std::string_view key, ReservedKey& out) {
-    const std::size_t b = key.rfind(':');
-    if (b == std::string_view::npos || b + 1 >= key.size() || b + 20 < key.size()) return false;
-    std::int64_t slot = 0;
-    for (std::size_t i = b + 1; i < key.size(); ++i) {
-        const char c = key[i];
-        if (c < '0' || c > '9') return false;
-        slot = slot * 10 + (c - '0');
-    }
-    std::string_view head = key.substr(0, b);   // ...:rtok:rsv
-    constexpr std::string_view kTok = ":rtok:rsv", kCost = ":rcost:rsv";
-    int which;
-    std::size_t cut;
-    if (head.size() > kTok.size() && head.substr(head.size() - kTok.size()) == kTok) {
-        which = 0;
-        cut = head.size() - kTok.size();
-    } else if (head.size() > kCost.size() && head.substr(head.size() - kCost.size()) == kCost) {
-        which = 1;
-        cut = head.size() - kCost.size();
-    } else {
-        return false;
-    }
-    out.ring = key.substr(0, cut);   // "llmgw:<kind>:<id>", the ring key is this + ":rsv"
-    out.slot = slot;
-    out.which = which;
+    bool tokens = false;
+    if (!split_reserved_key(key, out.scope, out.slot, tokens)) return false;
+    out.which = tokens ? 0 : 1;
     return true;
 }
 
@@ -225,7 +203,7 @@ public:
     // create, a position last used by another slot (or expired) starts
     // afresh with the slot's TTL, as a new key would.
     std::int64_t* ring_position(const ReservedKey& rk, bool create, std::int64_t ttl) {
-        ring_key_.assign(rk.ring.data(), rk.ring.size()).append(":rsv");
+        ring_key_.assign(rk.scope.data(), rk.scope.size()).append("rsv");
         Entry* e = create ? find_or_create(ring_key_, ttl, false, kRingValues) : find(ring_key_);
         if (e == nullptr || e->expires <= now_) return nullptr;
         std::int64_t* v = e->values + 4 * static_cast<std::size_t>(rk.slot % kRing);
@@ -388,7 +366,7 @@ private:
         return n;
     }
 
-    static constexpr std::size_t kCache = 16;   // a request's counter entries and its reservation slots
+    static constexpr std::size_t kCache = 16;   // a request's counter entries and its scopes' reservation rings
     ZoneCtx* z_;
     std::int64_t now_;
     std::string ekey_;                 // scratch: the entry key of the current counter key
