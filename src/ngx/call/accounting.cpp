@@ -1,6 +1,8 @@
 // Accounting after the provider answered: tokens, cost and the served
 // model's request counter in one batch; provider attempt/failure counters;
 // last-seen stamps at most once per scope per minute per worker.
+#include <utility>
+
 #include "core/metering/accounting.h"
 #include "core/stats/latency.h"
 #include "ngx/call/call.h"
@@ -254,17 +256,13 @@ void account_request(ngx_log_t* log, MainConf* mcf, RequestCtx* ctx, bool cancel
     }
     // The reservation (llm_gateway_budget_mode reserve) is released in the
     // same store operation that counts the real usage: the settle.
-    std::vector<Incr> releases = std::move(ctx->releases);
-    ctx->releases.clear();
-    apply(store, deltas, now, releases);
+    apply(store, deltas, now, std::exchange(ctx->releases, {}));
     touch_last_seen(store, scopes, now);
 }
 
 void release_reservation(MainConf* mcf, RequestCtx* ctx) {
     if (ctx->releases.empty()) return;
-    std::vector<Incr> releases = std::move(ctx->releases);
-    ctx->releases.clear();
-    if (CounterStore* store = counter_store(mcf)) apply(store, {}, ngx_time(), releases);
+    if (CounterStore* store = counter_store(mcf)) apply(store, {}, ngx_time(), std::exchange(ctx->releases, {}));
 }
 
 void account_targets(MainConf* mcf, const std::vector<const TargetConf*>& targets) {
