@@ -26,6 +26,7 @@ CORE_HDRS   := $(shell find src/core -name '*.h' -o -name '*.def')
 NGX_SRCS    := $(sort $(shell find src/ngx -name '*.cpp'))
 NGX_HDRS    := $(shell find src/ngx -name '*.h')
 UNIT_SRCS   := $(sort $(wildcard t/unit/*.cpp))
+UNIT_HDRS   := $(wildcard t/unit/*.h)
 # The dashboard's files, built into the module (src/core/admin/ui_assets.cpp).
 UI_FILES    := $(sort $(wildcard src/admin-ui/*))
 UI_DEF      := -DLLMGW_UI_DIR='"$(CURDIR)/src/admin-ui"'
@@ -68,6 +69,10 @@ UNIT_BIN  := $(BUILD)/unit_tests
 UNIT_OBJS := $(patsubst %.cpp,$(BUILD)/obj/%.o,$(CORE_SRCS) $(UNIT_SRCS))
 
 $(BUILD)/obj/%.o: %.cpp $(CORE_HDRS)
+	@mkdir -p $(dir $@)
+	$(CXX) $(CXXFLAGS) $(UI_DEF) -Isrc -c -o $@ $<
+
+$(BUILD)/obj/t/unit/%.o: t/unit/%.cpp $(CORE_HDRS) $(UNIT_HDRS)
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) $(UI_DEF) -Isrc -c -o $@ $<
 

@@ -5,15 +5,15 @@
 #include <map>
 
 #include "core/metering/allowance.h"
+#include "metering_fixture.h"
 
 namespace llmgw {
 namespace {
 
 constexpr std::time_t kNow = 1795600000;   // 2026-11-25, a November (30 days)
 
-std::vector<Scope> scopes(const Limits& user, const Limits& group) {
-    return {Scope{"user", "alice", &user}, Scope{"group", "eng", &group}, Scope{"total", "all", nullptr}};
-}
+using test::MapKv;
+const auto scopes = test::caller_scopes;
 
 std::map<std::string, std::string> headers_of(const Allowances& a) {
     std::map<std::string, std::string> m;
@@ -115,11 +115,7 @@ TEST(Allowance, NothingWithoutLimitsOrSums) {
 }
 
 TEST(Allowance, ExecuteAdmissionSumsEveryCheck) {
-    struct Kv : KvTxn {
-        std::map<std::string, std::int64_t> m;
-        std::int64_t get(const std::string& k) override { return m.count(k) ? m[k] : 0; }
-        bool incr(const std::string& k, std::int64_t d, std::int64_t) override { m[k] += d; return true; }
-    } kv;
+    MapKv kv;
     Limits u, g;
     u.requests_per_minute = 1;   // breached first
     g.tokens_per_day = 100;

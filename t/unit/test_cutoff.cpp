@@ -4,15 +4,14 @@
 #include <gtest/gtest.h>
 
 #include "core/metering/cutoff.h"
+#include "metering_fixture.h"
 
 namespace llmgw {
 namespace {
 
 constexpr std::time_t kNow = 1795600000;
 
-std::vector<Scope> scopes(const Limits& user, const Limits& group) {
-    return {Scope{"user", "alice", &user}, Scope{"group", "eng", &group}, Scope{"total", "all", nullptr}};
-}
+const auto scopes = test::caller_scopes;
 
 TEST(Cutoff, TheLeastThatRemainsOfEachMeasure) {
     Limits u, g;

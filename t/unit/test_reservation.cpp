@@ -3,11 +3,10 @@
 // request's worst output (RequestInfo::max_output).
 #include <gtest/gtest.h>
 
-#include <map>
-
 #include "core/codec/openai.h"
 #include "core/metering/keys.h"
 #include "core/metering/reservation.h"
+#include "metering_fixture.h"
 
 using namespace llmgw;
 
@@ -15,23 +14,17 @@ namespace {
 
 constexpr std::time_t kNow = 1795268730;  // 2026-11-21T13:45:30Z
 
-struct Kv : KvTxn {
-    std::map<std::string, std::int64_t> m;
-    std::int64_t get(const std::string& k) override { return m.count(k) ? m[k] : 0; }
-    bool incr(const std::string& k, std::int64_t d, std::int64_t) override {
-        m[k] += d;
-        return true;
-    }
+// The store's release of a reservation: from a counter that exists, never below 0.
+struct Kv : test::MapKv {
     void release(const std::vector<Incr>& rel) {
         for (const Incr& r : rel) {
-            if (m.count(r.key)) m[r.key] = m[r.key] > r.delta ? m[r.key] - r.delta : 0;
+            const auto it = m.find(r.key);
+            if (it != m.end()) it->second = it->second > r.delta ? it->second - r.delta : 0;
         }
     }
 };
 
-std::vector<Scope> scopes(const Limits& u, const Limits& g) {
-    return {{"user", "alice", &u}, {"group", "eng", &g}, {"total", "all", nullptr}};
-}
+const auto scopes = test::caller_scopes;
 
 }  // namespace
 
