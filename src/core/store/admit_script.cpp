@@ -143,12 +143,11 @@ else
     local key, d = KEYS[first_res + i], ARGV[first_res_arg + 2 * i]
     local n = tonumber(d)
     -- INCRBY answers the delta itself only for a new counter (a reserved
-    -- counter is deleted when it reaches 0): then it gets its TTL
-    if redis.call('INCRBY', key, d) == n and n < 9007199254740992 then
-      redis.call('EXPIRE', key, ARGV[first_res_arg + 2 * i + 1])
-    elseif n >= 9007199254740992 and redis.call('PTTL', key) == -1 then
-      redis.call('EXPIRE', key, ARGV[first_res_arg + 2 * i + 1])
-    end
+    -- counter is deleted when it reaches 0): then it gets its TTL. Past
+    -- 2^53 that comparison is not exact, and PTTL says instead.
+    local created = redis.call('INCRBY', key, d) == n
+    if n >= 9007199254740992 then created = redis.call('PTTL', key) == -1 end
+    if created then redis.call('EXPIRE', key, ARGV[first_res_arg + 2 * i + 1]) end
   end
 end
 for i = 0, nadmit - 1 do
