@@ -13,7 +13,10 @@ namespace {
 
 // The saturating increment of both counter scripts: an increment that would
 // pass INT64_MAX (INCRBY refuses it) sets the counter to the bound instead,
-// keeping its TTL; a new key gets its TTL.
+// keeping its TTL. A counter gets its TTL when INCRBY answers the increment
+// itself, i.e. it created the counter (or found it at 0, when setting the
+// TTL again only lengthens the life of a bucket that is read by its key):
+// one command per counter instead of INCRBY and PTTL.
 const char kBump[] = R"LUA(local function bump(key, delta, ttl)
   local r = redis.pcall('INCRBY', key, delta)
   if type(r) == 'table' and r.err then
@@ -22,9 +25,10 @@ const char kBump[] = R"LUA(local function bump(key, delta, ttl)
     local sat = '9223372036854775807'
     if string.sub(delta, 1, 1) == '-' then sat = '-9223372036854775808' end
     redis.call('SET', key, sat)
-    if pt > 0 then redis.call('PEXPIRE', key, pt) end
+    if pt > 0 then redis.call('PEXPIRE', key, pt) else redis.call('EXPIRE', key, ttl) end
+  elseif r == tonumber(delta) then
+    redis.call('EXPIRE', key, ttl)
   end
-  if redis.call('PTTL', key) == -1 then redis.call('EXPIRE', key, ttl) end
   return nil
 end
 )LUA";
@@ -162,7 +166,7 @@ return {0, unpack(used)}
 )LUA";
 
 // The accounting batch as one script call: INCRBY each key and give a key
-// its TTL when it has none (a new key), the same rule as the admission
+// its TTL when it created it (kBump), the same rule as the admission
 // script. KEYS: the counters; ARGV: delta, ttl per key.
 // An increment that would pass INT64_MAX (INCRBY refuses it: "increment or
 // decrement would overflow") sets the counter to INT64_MAX instead, keeping

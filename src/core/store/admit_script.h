@@ -14,8 +14,9 @@
 //   - an increment of 0 writes nothing (a reservation of nothing);
 //   - an increment is INCRBY key delta, saturating at INT64_MAX/INT64_MIN on
 //     overflow like the shared-memory store (keeping the key's TTL); then
-//     EXPIRE key ttl when the key has no TTL (PTTL == -1), i.e. a new key's
-//     TTL is set once and never pushed back by later increments.
+//     EXPIRE key ttl when INCRBY answered the delta itself (it created the
+//     key, or found it at 0), i.e. a new key's TTL is set once and never
+//     pushed back by later increments.
 // A counter that is not an integer (or a key of another type) makes the
 // script reply an error; increments applied before it stay (Redis scripts
 // do not roll back), as with a store that fails half-way.
@@ -87,8 +88,9 @@ bool decode_admit_reply(const RespValue& reply, const AdmissionPlan& plan, Admis
 
 // The post-response accounting batch as ONE command: EVALSHA (by_sha) or
 // EVAL of the accounting script, KEYS = the counters, ARGV = delta, ttl per
-// counter. Each counter is INCRBY'd and, when it has no TTL yet, given its
-// TTL. Reply: Integer, the number of counters. Empty on out of memory.
+// counter. Each counter is INCRBY'd and, when that created it, given its
+// TTL (the rule of the admission script). Reply: Integer, the number of
+// counters. Empty on out of memory.
 const std::string& account_script_source();
 std::string account_script_sha1();
 std::vector<std::string> account_command(const std::vector<Incr>& incrs, bool by_sha = true);
