@@ -479,6 +479,26 @@ protected:
 
     long long ttl(const std::string& key) { return c_.call({"TTL", key}).integer; }
 
+    // A reserved counter where Redis keeps it: a field of its scope's hash.
+    std::string hash_of(const std::string& reserved) {
+        std::string hash, field;
+        EXPECT_TRUE(reserved_hash_field(reserved, hash, field)) << reserved;
+        return hash;
+    }
+    bool rexists(const std::string& reserved) {
+        std::string hash, field;
+        EXPECT_TRUE(reserved_hash_field(reserved, hash, field)) << reserved;
+        return c_.call({"HEXISTS", hash, field}).integer == 1;
+    }
+    std::int64_t rget(const std::string& reserved) {
+        std::string hash, field;
+        EXPECT_TRUE(reserved_hash_field(reserved, hash, field)) << reserved;
+        const RespValue v = c_.call({"HGET", hash, field});
+        if (v.type == T::Nil) return 0;
+        EXPECT_EQ(v.type, T::String) << reserved;
+        return std::stoll(v.str);
+    }
+
     Client c_;
 };
 
@@ -927,7 +947,8 @@ TEST_F(AdmitScriptRedis, AccountingSaturatesNearTheMaximum) {
 
 // Reservations (core/metering/reservation.h): the admission reserves, the
 // accounting script settles: the real usage in, the reservation out, in one
-// call; a release of a counter that expired touches nothing.
+// call; a release of a counter that lapsed touches nothing. Redis keeps a
+// scope's reserved counters as fields of one hash (reserved_hash_field).
 TEST_F(AdmitScriptRedis, ReservationsHoldAndSettle) {
     Limits user;
     user.tokens_per_day = 1000;
@@ -939,30 +960,92 @@ TEST_F(AdmitScriptRedis, ReservationsHoldAndSettle) {
     EXPECT_EQ(admitted, 3);                                    // 3 * 300 <= 1000 < 4 * 300
     const std::vector<Incr> rel = reservation_releases(plan);
     ASSERT_EQ(rel.size(), 1u);
-    EXPECT_EQ(get(rel[0].key), 900);
-    EXPECT_GE(ttl(rel[0].key), 600);
+    const std::string hash = hash_of(rel[0].key);
+    EXPECT_EQ(hash, "llmgw:user:alice:rsv");
+    EXPECT_EQ(rget(rel[0].key), 900);
+    EXPECT_EQ(c_.call({"HLEN", hash}).integer, 1);
+    EXPECT_GE(ttl(hash), 600);
+    EXPECT_LE(ttl(hash), reserve_key_ttl(kNow, 600));
     // One settles: 100 real tokens in, its 300 out.
     const std::vector<Incr> usage{{key("user", "alice", "tokin", Window::Day), 80, 1000},
                                   {key("user", "alice", "tokout", Window::Day), 20, 1000}};
     RespValue v = c_.call(account_command_bounded(usage, {}, 10, 1000, "op:r1", 3600, false, rel));
     ASSERT_EQ(v.type, T::Integer) << v.str;
-    EXPECT_EQ(get(rel[0].key), 600);
+    EXPECT_EQ(rget(rel[0].key), 600);
     EXPECT_EQ(get(key("user", "alice", "tokin", Window::Day)), 80);
     AdmissionResult r = admit_ok(plan);                        // 100 + 600 + 300 <= 1000
     EXPECT_TRUE(r.admitted);
     EXPECT_EQ(r.used[0], 700);
-    // The rest settle with no usage: the counter goes, not below zero.
+    // The rest settle with no usage: the field stays at 0, the hash keeps
+    // its TTL, and the slot's next reservation does not set it again.
     for (int i = 0; i < 3; ++i) c_.call(account_command_bounded({}, {}, 10, 1000, "op:z" + std::to_string(i), 3600, false, rel));
-    EXPECT_EQ(c_.call({"EXISTS", rel[0].key}).integer, 0);
-    // A late settle: the counter is gone; it is not created negative.
+    EXPECT_TRUE(rexists(rel[0].key));
+    EXPECT_EQ(rget(rel[0].key), 0);
+    c_.call({"EXPIRE", hash, "5000"});
+    EXPECT_TRUE(admit_ok(plan).admitted);
+    EXPECT_EQ(rget(rel[0].key), 300);
+    EXPECT_GT(ttl(hash), 4000);
+    EXPECT_LE(ttl(hash), 5000);
+    // A late settle: the hash has expired; it is not created negative.
+    c_.call({"DEL", hash});
     v = c_.call(account_command_bounded(usage, {}, 10, 1000, "op:late", 3600, false, rel));
     ASSERT_EQ(v.type, T::Integer) << v.str;
-    EXPECT_EQ(c_.call({"EXISTS", rel[0].key}).integer, 0);
+    EXPECT_EQ(c_.call({"EXISTS", hash}).integer, 0);
     EXPECT_EQ(get(key("user", "alice", "tokin", Window::Day)), 160);
 }
 
+// The live slots count, a lapsed slot does not and its field is deleted by
+// the scope's next admission; tokens and cost of one scope share its hash; a
+// release of a field that lapsed leaves the others alone.
+TEST_F(AdmitScriptRedis, ReservedFieldsOfLapsedSlotsAreDeleted) {
+    Limits user;
+    user.tokens_per_day = 1000;
+    user.cost_per_day_micros = 1000;
+    const std::vector<Scope> scopes = {{"user", "bob", &user}};
+    AdmissionPlan plan = build_admission_plan(scopes, kNow, false, 600);
+    const std::int64_t slot = reserve_slot(kNow, 600);
+    const std::string tok_live = reserved_key("user", "bob", Measure::Tokens, slot - (kReserveSlots - 1));
+    const std::string tok_lapsed = reserved_key("user", "bob", Measure::Tokens, slot - kReserveSlots);
+    const std::string cost_live = reserved_key("user", "bob", Measure::Cost, slot - 1);
+    const std::string hash = hash_of(tok_live);
+    ASSERT_EQ(hash, hash_of(cost_live));
+    std::string h, f_live, f_lapsed, f_cost;
+    reserved_hash_field(tok_live, h, f_live);
+    reserved_hash_field(tok_lapsed, h, f_lapsed);
+    reserved_hash_field(cost_live, h, f_cost);
+    c_.call({"HSET", hash, f_live, "400", f_lapsed, "500", f_cost, "950"});
+    c_.call({"EXPIRE", hash, "100"});
+    set_reservation(plan, ReserveAmounts{100, 40});
+    AdmissionResult r = admit_ok(plan);
+    ASSERT_EQ(r.used.size(), 2u);
+    EXPECT_TRUE(r.admitted);                                   // 950 + 40 <= 1000; 400 + 100 <= 1000
+    EXPECT_EQ(r.used[0], 400);                                 // the lapsed 500 not counted
+    EXPECT_EQ(r.used[1], 950);
+    EXPECT_FALSE(rexists(tok_lapsed));                         // and deleted
+    EXPECT_EQ(rget(reserved_key("user", "bob", Measure::Tokens, slot)), 100);
+    EXPECT_EQ(rget(reserved_key("user", "bob", Measure::Cost, slot)), 40);
+    EXPECT_EQ(c_.call({"HLEN", hash}).integer, 4);
+    EXPECT_GT(ttl(hash), 590);                                 // moved on to the new slot's
+    set_reservation(plan, ReserveAmounts{100, 20});
+    r = admit_ok(plan);
+    EXPECT_FALSE(r.admitted);                                  // 950 + 40 + 20 > 1000
+    EXPECT_EQ(r.check_index, 1);
+    // A release of the lapsed field: not brought back; the others stay.
+    const std::vector<Incr> rel{{tok_lapsed, 500, 0}, {cost_live, 950, 0}};
+    RespValue v = c_.call(account_command_bounded({}, {}, 10, 1000, "op:l", 3600, false, rel));
+    ASSERT_EQ(v.type, T::Integer) << v.str;
+    EXPECT_FALSE(rexists(tok_lapsed));
+    EXPECT_EQ(rget(cost_live), 0);
+    EXPECT_EQ(rget(reserved_key("user", "bob", Measure::Tokens, slot)), 100);
+    // A field that is not a number is an error, not a zero.
+    c_.call({"HSET", hash, f_live, "lots"});
+    v = c_.call(admit_command(plan, false));
+    EXPECT_EQ(v.type, T::Error);
+    EXPECT_NE(v.str.find("not an integer"), std::string::npos) << v.str;
+}
+
 // A reservation made by an op-guarded admission is undone by its cancel,
-// like the rest of the admission; a new reserved counter gets its TTL once.
+// like the rest of the admission; a new reserved field gives its hash a TTL once.
 TEST_F(AdmitScriptRedis, AReservationIsCancelledWithItsAdmission) {
     Limits user;
     user.cost_per_day_micros = 10000;
@@ -970,18 +1053,24 @@ TEST_F(AdmitScriptRedis, AReservationIsCancelledWithItsAdmission) {
     AdmissionPlan plan = build_admission_plan(scopes, kNow, false, 600);
     set_reservation(plan, ReserveAmounts{0, 700});
     const std::string rk = reservation_releases(plan).at(0).key;
+    const std::string hash = hash_of(rk);
     RespValue v = c_.call(admit_command_op(plan, "op:res", 3600, false));
     ASSERT_EQ(v.type, T::Array) << v.str;
     EXPECT_EQ(v.elements[0].integer, 0);
-    EXPECT_EQ(get(rk), 700);
-    const long long t1 = ttl(rk);
+    EXPECT_EQ(rget(rk), 700);
+    const long long t1 = ttl(hash);
     EXPECT_GT(t1, 600);
-    c_.call({"EXPIRE", rk, "5000"});                 // a second reservation must not reset it
+    c_.call({"EXPIRE", hash, "5000"});               // a second reservation must not reset it
     v = c_.call(admit_command_op(plan, "op:res2", 3600, false));
     ASSERT_EQ(v.type, T::Array) << v.str;
-    EXPECT_EQ(get(rk), 1400);
-    EXPECT_GT(ttl(rk), 4000);
+    EXPECT_EQ(rget(rk), 1400);
+    EXPECT_GT(ttl(hash), 4000);
     EXPECT_EQ(c_.call(cancel_admit_command(plan, "op:res2", 3600)).integer, 1);
-    EXPECT_EQ(get(rk), 700);
+    EXPECT_EQ(rget(rk), 700);
     EXPECT_EQ(get(key("user", "alice", "req", Window::Day)), 1);
+    // A cancel after the hash expired does not bring it back.
+    c_.call({"DEL", hash});
+    EXPECT_EQ(c_.call(cancel_admit_command(plan, "op:res", 3600)).integer, 1);
+    EXPECT_EQ(c_.call({"EXISTS", hash}).integer, 0);
+    EXPECT_EQ(get(key("user", "alice", "req", Window::Day)), 0);
 }

@@ -107,5 +107,22 @@ TEST(Keys, ReservedKeysSplitIntoScopeSlotAndMeasure) {
     EXPECT_EQ(slot, -1);
 }
 
+TEST(Keys, ReservedHashField) {
+    std::string hash = "x", field = "y";
+    ASSERT_TRUE(reserved_hash_field(reserved_key("user", "a:b", true, 11968458), hash, field));
+    EXPECT_EQ(hash, "llmgw:user:a:b:rsv");
+    EXPECT_EQ(field, "t11968458");
+    ASSERT_TRUE(reserved_hash_field(reserved_key("total", "all", false, 7), hash, field));
+    EXPECT_EQ(hash, "llmgw:total:all:rsv");
+    EXPECT_EQ(field, "c7");
+    hash = "x";
+    field = "y";
+    for (const char* other : {"llmgw:user:a:tokin:day:20261121", "llmgw:user:a:rtok:rsv:", "llmgw:user:a:rsv", ""}) {
+        EXPECT_FALSE(reserved_hash_field(other, hash, field)) << other;
+    }
+    EXPECT_EQ(hash, "x");
+    EXPECT_EQ(field, "y");
+}
+
 }  // namespace
 }  // namespace llmgw

@@ -91,6 +91,16 @@ bool split_reserved_key(std::string_view key, std::string_view& scope, std::int6
     return false;
 }
 
+bool reserved_hash_field(std::string_view key, std::string& hash, std::string& field) {
+    std::string_view scope;
+    std::int64_t slot = 0;
+    bool tokens = false;
+    if (!split_reserved_key(key, scope, slot, tokens)) return false;
+    hash.assign(scope).append("rsv");
+    field.assign(tokens ? "t" : "c").append(std::to_string(slot));
+    return true;
+}
+
 std::string op_key(std::string_view unique) {
     std::string key = "llmgw:op:";
     key.append(unique);

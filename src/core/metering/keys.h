@@ -5,6 +5,8 @@
 //   counter    llmgw:<kind>:<id>:<metric>:<window>:<bucket>
 //   reserved   llmgw:<kind>:<id>:rtok:rsv:<slot>   (tokens reserved in one slot,
 //              llmgw:<kind>:<id>:rcost:rsv:<slot>   cost; core/metering/reservation.h)
+//   reserved   llmgw:<kind>:<id>:rsv                (in Redis: the reserved counters of a
+//   (Redis)      fields t<slot>, c<slot>              scope as one hash, docs/store.md)
 //   last seen  llmgw:<kind>:<id>:seen
 //   shm entry  llmgw:<kind>:<id>:<window>:<bucket>   (a counter key without its metric)
 //   scope      llmgw:<kind>:<id>:                     (prefix of all of the above)
@@ -33,6 +35,10 @@ std::string reserved_key(std::string_view kind, std::string_view id, bool tokens
 // The parts of a reserved counter's key: its scope prefix ("llmgw:<kind>:<id>:",
 // a view into key), slot and measure. False (outputs untouched) for any other key.
 bool split_reserved_key(std::string_view key, std::string_view& scope, std::int64_t& slot, bool& tokens);
+// Where Redis keeps a reserved counter: the hash of its scope
+// ("llmgw:<kind>:<id>:rsv") and its field there ("t<slot>" tokens, "c<slot>"
+// cost). False (outputs untouched) for any other key.
+bool reserved_hash_field(std::string_view key, std::string& hash, std::string& field);
 std::string scope_prefix(std::string_view kind, std::string_view id);
 
 // The shared-memory entry key of a scope's window, written into out (its

@@ -1,10 +1,12 @@
 // The admission script and the store command builders (see admit_script.h).
 #include "core/store/admit_script.h"
 
+#include "core/metering/keys.h"
 #include "core/metering/reservation.h"
 
 #include <openssl/evp.h>
 
+#include <stdexcept>
 #include <utility>
 
 namespace llmgw {
@@ -36,7 +38,7 @@ end
 // Redis runs Lua 5.1: numbers are doubles and globals are forbidden. Every
 // int64 stays decimal text until split into hi * 1e9 + lo (both exact as
 // doubles), so sums and comparisons are exact over the whole int64 range.
-const char kScript[] = R"LUA(-- llmgw admission v1: KEYS/ARGV layout in src/core/store/admit_script.h
+const char kScript[] = R"LUA(-- llmgw admission v2: KEYS/ARGV layout in src/core/store/admit_script.h
 local B = 1000000000
 local function split(s)
   local neg = string.sub(s, 1, 1) == '-'
@@ -71,17 +73,36 @@ end
 // The rest of the admission script, after kBump.
 const char kScriptTail[] = R"LUA(local a, k = 1, 1
 local nchecks = tonumber(ARGV[a]); a = a + 1
--- the reserved counters of every check, in one MGET (a key of another type
--- reads as none)
-local rsv, rn = {}, 0
-do
-  local pa, pk, idx = a, k, {}
-  for i = 1, nchecks do
-    local nk, nr = tonumber(ARGV[pa]), tonumber(ARGV[pa + 3])
-    for j = nk - nr, nk - 1 do idx[#idx + 1] = KEYS[pk + j] end
-    pa = pa + 4; pk = pk + nk
+-- the reserved counters: a hash per scope, a field per measure and slot
+-- ("t<slot>" tokens, "c<slot>" cost), read once per hash with HGETALL into
+-- r = {tokens hi, lo, cost hi, lo} summed over the live slots (from oldest
+-- on), with r[field] = value for each live field; the fields of slots that
+-- have lapsed are listed in stale (key, field, ...) and deleted below
+local rsv, stale = {}, nil
+local function reserved(key, oldest)
+  local r = rsv[key]
+  if r then return r end
+  r = {0, 0, 0, 0}
+  local hv = redis.call('HGETALL', key)
+  for j = 1, #hv, 2 do
+    local f, v = hv[j], hv[j + 1]
+    local m, slot = string.byte(f), tonumber(string.sub(f, 2))
+    if (m ~= 116 and m ~= 99) or not slot or string.len(v) > 20 or not string.match(v, '^%-?%d+$') then
+      return nil, redis.error_reply('llmgw: reserved counter is not an integer: ' .. key .. ' ' .. f)
+    end
+    if slot < oldest then
+      stale = stale or {}
+      stale[#stale + 1] = key; stale[#stale + 1] = f
+    else
+      r[f] = v
+      local h, l = split(v)
+      local i = 1
+      if m == 99 then i = 3 end
+      r[i] = r[i] + h; r[i + 1] = r[i + 1] + l
+    end
   end
-  if #idx > 0 then rsv = redis.call('MGET', unpack(idx)) end
+  rsv[key] = r
+  return r
 end
 local rejected = nil
 -- every check's sum before this request, as text (negative as 0): the
@@ -89,15 +110,13 @@ local rejected = nil
 local used = {}
 for i = 1, nchecks do
   local nkeys = tonumber(ARGV[a])
-  local limit, add = ARGV[a + 1], ARGV[a + 2]
-  local nrsv = tonumber(ARGV[a + 3])
+  local limit, add, rv = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
   a = a + 4
+  local nplain = nkeys
+  if rv ~= '0' then nplain = nkeys - 1 end
   local sh, sl = 0, 0
-  local vals = {}
-  for j = 1, nkeys - nrsv do vals[j] = redis.call('GET', KEYS[k + j - 1]) end
-  for j = 1, nrsv do rn = rn + 1; vals[nkeys - nrsv + j] = rsv[rn] end
-  for j = 1, nkeys do
-    local v = vals[j]
+  for j = 1, nplain do
+    local v = redis.call('GET', KEYS[k + j - 1])
     if v then
       if string.len(v) > 20 or not string.match(v, '^%-?%d+$') then
         return redis.error_reply('llmgw: counter is not an integer: ' .. KEYS[k + j - 1])
@@ -105,6 +124,13 @@ for i = 1, nchecks do
       local h, l = split(v)
       sh = sh + h; sl = sl + l
     end
+  end
+  if rv ~= '0' then
+    local r, e = reserved(KEYS[k + nkeys - 1], tonumber(string.sub(rv, 2)))
+    if not r then return e end
+    local m = 1
+    if string.byte(rv) == 99 then m = 3 end
+    sh = sh + r[m]; sl = sl + r[m + 1]
   end
   local uh, ul = norm(sh, sl)
   used[i] = text(uh, ul)
@@ -128,10 +154,10 @@ k = k + nadmit; a = a + 2 * nadmit
 local nreject = tonumber(ARGV[a]); a = a + 1
 local first_reject, first_reject_arg = k, a
 k = k + nreject; a = a + 2 * nreject
--- the reservations: added when admitted, a new counter given its TTL
+-- the reservations: KEYS the scope's hash, ARGV field, delta, ttl
 local nres = tonumber(ARGV[a]); a = a + 1
 local first_res, first_res_arg = k, a
-k = k + nres; a = a + 2 * nres
+k = k + nres; a = a + 3 * nres
 -- optional op guard: one more key (the op key) and one more argument (its
 -- TTL); the op is claimed before any write, so a cancelled op never runs
 if #ARGV > a - 1 then
@@ -139,23 +165,27 @@ if #ARGV > a - 1 then
   if rejected then mark = 'r' end
   if not redis.call('SET', KEYS[k], mark, 'NX', 'EX', ARGV[#ARGV]) then return {2} end
 end
+if stale then
+  for j = 1, #stale, 2 do redis.call('HDEL', stale[j], stale[j + 1]) end
+end
 if rejected then
   first_admit, first_arg = first_reject, first_reject_arg
   nadmit = nreject
 else
   for i = 0, nres - 1 do
-    local key, d = KEYS[first_res + i], ARGV[first_res_arg + 2 * i]
-    local n = tonumber(d)
-    -- INCRBY answers the delta itself only for a new counter (a reserved
-    -- counter is deleted when it reaches 0): then it gets its TTL. Past
-    -- 2^53 that comparison is not exact, and PTTL says instead.
-    local created = redis.call('INCRBY', key, d) == n
-    if n >= 9007199254740992 then created = redis.call('PTTL', key) == -1 end
-    if created then redis.call('EXPIRE', key, ARGV[first_res_arg + 2 * i + 1]) end
+    -- the hash was read above: the first field of a slot moves the hash's
+    -- TTL on to that slot's (the TTLs of later slots only grow)
+    local key, ra = KEYS[first_res + i], first_res_arg + 3 * i
+    local f, r = ARGV[ra], rsv[key]
+    redis.call('HINCRBY', key, f, ARGV[ra + 1])
+    if not (r and r[f]) then
+      redis.call('EXPIRE', key, ARGV[ra + 2])
+      if r then r[f] = '0' end
+    end
   end
 end
 for i = 0, nadmit - 1 do
-  -- a delta of 0 (a reservation of nothing) writes nothing
+  -- a delta of 0 writes nothing
   if ARGV[first_arg + 2 * i] ~= '0' then
     local e = bump(KEYS[first_admit + i], ARGV[first_arg + 2 * i], ARGV[first_arg + 2 * i + 1])
     if e then return e end
@@ -171,7 +201,7 @@ return {0, unpack(used)}
 // An increment that would pass INT64_MAX (INCRBY refuses it: "increment or
 // decrement would overflow") sets the counter to INT64_MAX instead, keeping
 // its TTL, like the shared-memory store and the admission script.
-const char kAccountScript[] = R"LUA(-- llm_gateway accounting v3
+const char kAccountScript[] = R"LUA(-- llm_gateway accounting v4
 )LUA";
 
 const char kAccountScriptTail[] = R"LUA(if ARGV[1] ~= 'b' then
@@ -214,11 +244,12 @@ for g = 1, ngroups do
 end
 local nrel = tonumber(ARGV[a] or '0') or 0
 a = a + 1
--- one call while other reservations remain; a counter that reaches 0 (or
--- that had expired, and so comes back negative) is deleted at once
+-- the releases: KEYS the scope's hash, ARGV field, -amount; a field that
+-- had lapsed (or a hash that had expired) comes back negative and is
+-- deleted at once (a field at 0 stays until its slot lapses)
 for i = 1, nrel do
-  if redis.call('DECRBY', KEYS[k], ARGV[a]) <= 0 then redis.call('DEL', KEYS[k]) end
-  k = k + 1; a = a + 1
+  if redis.call('HINCRBY', KEYS[k], ARGV[a], ARGV[a + 1]) < 0 then redis.call('HDEL', KEYS[k], ARGV[a]) end
+  k = k + 1; a = a + 2
 end
 redis.call('SET', op, choices, 'EX', opttl)
 return n
@@ -228,7 +259,7 @@ return n
 // reply: a tombstone when the op has not run (it never will), or the
 // undoing of its increments when it has (the op key says which keys it
 // used). Counters that have expired since are left alone.
-const char kCancelScript[] = R"LUA(-- llm_gateway cancel v1
+const char kCancelScript[] = R"LUA(-- llm_gateway cancel v2
 local v = redis.call('GET', KEYS[1])
 redis.call('SET', KEYS[1], 'c', 'EX', ARGV[1])
 if not v or v == 'c' then return 0 end
@@ -240,6 +271,16 @@ if ARGV[2] == 'adm' then
   local nr = tonumber(ARGV[4 + na])
   if v == 'a' then
     for i = 1, na do undo(KEYS[1 + i], ARGV[3 + i]) end
+    -- the reservations: KEYS the scope's hash, ARGV field, -amount (a
+    -- field that has lapsed is left alone, one left below 0 deleted)
+    local ns, a = tonumber(ARGV[5 + na + nr] or '0'), 6 + na + nr
+    for i = 1, ns do
+      local key, f = KEYS[1 + na + nr + i], ARGV[a]
+      if redis.call('HEXISTS', key, f) == 1 and redis.call('HINCRBY', key, f, ARGV[a + 1]) < 0 then
+        redis.call('HDEL', key, f)
+      end
+      a = a + 2
+    end
   elseif v == 'r' then
     for i = 1, nr do undo(KEYS[1 + na + i], ARGV[4 + na + i]) end
   end
@@ -258,6 +299,15 @@ for g = 1, ng do
 end
 return 1
 )LUA";
+
+// Which of the plan's admit increments are its reservations.
+std::vector<bool> reserving_admits(const AdmissionPlan& plan) {
+    std::vector<bool> reserving(plan.admit.size(), false);
+    for (const AdmissionPlan::Reserve& r : plan.reserve) {
+        if (r.admit_index < reserving.size()) reserving[r.admit_index] = true;
+    }
+    return reserving;
+}
 
 std::string sha1_hex(const std::string& s) {
     unsigned char md[EVP_MAX_MD_SIZE];
@@ -345,11 +395,17 @@ std::vector<std::string> account_command_bounded(const std::vector<Incr>& plain,
             }
             keys.insert(keys.end(), g.overflow_keys.begin(), g.overflow_keys.end());
         }
-        if (!releases.empty()) {
-            args.push_back(std::to_string(releases.size()));
+        std::size_t nrel = 0;
+        for (const Incr& in : releases) nrel += in.delta > 0 ? 1 : 0;
+        if (nrel > 0) {
+            args.push_back(std::to_string(nrel));
+            std::string hash, field;
             for (const Incr& in : releases) {
-                keys.push_back(in.key);
-                args.push_back(std::to_string(in.delta));
+                if (in.delta <= 0) continue;
+                if (!reserved_hash_field(in.key, hash, field)) return {};
+                keys.push_back(hash);
+                args.push_back(field);
+                args.push_back(std::to_string(-in.delta));
             }
         }
         cmd = script_command(by_sha, by_sha ? account_script_sha1() : std::string(), account_script_source(), keys,
@@ -385,12 +441,32 @@ std::vector<std::string> cancel_admit_command(const AdmissionPlan& plan, const s
     std::vector<std::string> keys{op_key};
     std::vector<std::string> args{std::to_string(op_ttl), "adm"};
     try {
-        for (const std::vector<Incr>* incrs : {&plan.admit, &plan.reject}) {
-            args.push_back(std::to_string(incrs->size()));
-            for (const Incr& in : *incrs) {
-                keys.push_back(in.key);
-                args.push_back(std::to_string(in.delta));
-            }
+        // The counters, then the reservations (in their scope's hash).
+        const std::vector<bool> reserving = reserving_admits(plan);
+        std::size_t nadmit = 0, nres = 0;
+        for (std::size_t i = 0; i < plan.admit.size(); ++i) {
+            if (!reserving[i]) ++nadmit;
+            else if (plan.admit[i].delta > 0) ++nres;
+        }
+        args.push_back(std::to_string(nadmit));
+        for (std::size_t i = 0; i < plan.admit.size(); ++i) {
+            if (reserving[i]) continue;
+            keys.push_back(plan.admit[i].key);
+            args.push_back(std::to_string(plan.admit[i].delta));
+        }
+        args.push_back(std::to_string(plan.reject.size()));
+        for (const Incr& in : plan.reject) {
+            keys.push_back(in.key);
+            args.push_back(std::to_string(in.delta));
+        }
+        args.push_back(std::to_string(nres));
+        std::string hash, field;
+        for (std::size_t i = 0; i < plan.admit.size(); ++i) {
+            if (!reserving[i] || plan.admit[i].delta <= 0) continue;
+            if (!reserved_hash_field(plan.admit[i].key, hash, field)) return {};
+            keys.push_back(hash);
+            args.push_back(field);
+            args.push_back(std::to_string(-plan.admit[i].delta));
         }
         return script_command(false, std::string(), cancel_script_source(), keys, args);
     } catch (...) {
@@ -440,21 +516,26 @@ std::vector<std::string> admit_script_args(const AdmissionPlan& plan, std::vecto
     std::vector<std::string> args;
     keys.clear();
     try {
+        std::string hash, field;
         args.push_back(std::to_string(plan.checks.size()));
         for (const Check& c : plan.checks) {
-            args.push_back(std::to_string(c.keys.size()));
+            // A reserving check's slot keys become its scope's hash, and its
+            // reservation argument the field of its oldest live slot.
+            const std::size_t nplain = c.reserves ? c.keys.size() - kReserveSlots : c.keys.size();
+            if (c.reserves && (c.keys.size() < kReserveSlots || !reserved_hash_field(c.keys[nplain], hash, field))) {
+                throw std::invalid_argument("a reserving check without its reserved counters");
+            }
+            args.push_back(std::to_string(nplain + (c.reserves ? 1 : 0)));
             args.push_back(std::to_string(c.limit));
             args.push_back(c.add > 0 ? std::to_string(c.add) : std::string("0"));
-            args.push_back(c.reserves ? std::to_string(kReserveSlots) : std::string("0"));
-            keys.insert(keys.end(), c.keys.begin(), c.keys.end());
+            args.push_back(c.reserves ? field : std::string("0"));
+            keys.insert(keys.end(), c.keys.begin(), c.keys.begin() + static_cast<std::ptrdiff_t>(nplain));
+            if (c.reserves) keys.push_back(hash);
         }
         // The reservation increments go in their own section (written only
         // when admitted, cheaper than the counters' saturating bump), and
         // only those that reserve something.
-        std::vector<bool> reserving(plan.admit.size(), false);
-        for (const AdmissionPlan::Reserve& r : plan.reserve) {
-            if (r.admit_index < reserving.size()) reserving[r.admit_index] = true;
-        }
+        const std::vector<bool> reserving = reserving_admits(plan);
         std::size_t nadmit = 0;
         for (std::size_t i = 0; i < plan.admit.size(); ++i) nadmit += reserving[i] ? 0 : 1;
         args.push_back(std::to_string(nadmit));
@@ -475,9 +556,11 @@ std::vector<std::string> admit_script_args(const AdmissionPlan& plan, std::vecto
         args.push_back(std::to_string(nres));
         for (std::size_t i = 0; i < plan.admit.size(); ++i) {
             if (!reserving[i] || plan.admit[i].delta <= 0) continue;
+            if (!reserved_hash_field(plan.admit[i].key, hash, field)) throw std::invalid_argument("not a reserved key");
+            keys.push_back(hash);
+            args.push_back(field);
             args.push_back(std::to_string(plan.admit[i].delta));
             args.push_back(std::to_string(plan.admit[i].ttl));
-            keys.push_back(plan.admit[i].key);
         }
     } catch (...) {
         keys.clear();

@@ -16,7 +16,16 @@
 //     overflow like the shared-memory store (keeping the key's TTL); then
 //     EXPIRE key ttl when INCRBY answered the delta itself (it created the
 //     key, or found it at 0), i.e. a new key's TTL is set once and never
-//     pushed back by later increments.
+//     pushed back by later increments;
+//   - the reserved counters (core/metering/reservation.h) are kept as one
+//     hash per scope, reserved_hash_field (core/metering/keys.h): a check
+//     that reserves sums its measure's fields of the live slots (HGETALL,
+//     once per hash); fields of lapsed slots are deleted (HDEL) once the op
+//     is claimed; a reservation is HINCRBY hash field delta, and EXPIRE hash
+//     ttl when the field was not there (the TTL then moves on to the new
+//     slot's, so the hash outlives its last live reservation by at most that
+//     reservation's lifetime). (One HSET per hash with the sums done in Lua
+//     costs Redis more than the HINCRBYs.)
 // A counter that is not an integer (or a key of another type) makes the
 // script reply an error; increments applied before it stay (Redis scripts
 // do not roll back), as with a store that fails half-way.
@@ -24,17 +33,16 @@
 // Encoding (EVALSHA sha numkeys KEYS... ARGV...):
 //   KEYS = the keys of check 0, of check 1, ..., then the admit keys, then
 //          the reject keys, then the reservation keys, each in plan order;
+//          (a reserving check's kReserveSlots reserved keys are replaced
+//          by its scope's hash; a reservation's key is its scope's hash);
 //   ARGV = nchecks, then per check: nkeys, limit, add ("0" when add <= 0),
-//          nreserved (how many of its last keys are reserved counters,
-//          core/metering/reservation.h: read with one MGET, a key of
-//          another type as none),
+//          reserved ("0", or the hash field of its oldest live slot, such
+//          as "t11971102": its last key is the hash, and it sums the fields
+//          of that measure from that slot on),
 //          then nadmit, then per admit increment: delta, ttl,
 //          then nreject, then per reject increment: delta, ttl,
 //          then nreserve, then per reservation (the admit increments of
-//          plan.reserve with a delta above 0): delta, ttl. A reservation
-//          is INCRBY key delta, and EXPIRE key ttl when that created the
-//          counter (reserved counters are deleted at 0).
-//   The reserved counters of all checks are read with one MGET first.
+//          plan.reserve with a delta above 0): field, delta, ttl.
 //   All numbers are decimal int64 text.
 // Reply: {0, used...} admitted; {1, i, used...} rejected by check i,
 // 0-based (the index in plan.checks, = AdmissionResult::check_index); used:
@@ -108,12 +116,15 @@ std::vector<std::string> account_command(const std::vector<Incr>& incrs, bool by
 // end the op key records "w" and one character per group, '0' own keys,
 // '1' overflow keys.
 // releases: a reservation's release (core/metering/reservation.h), in the
-// same call: each counter is DECRBY'd its delta and deleted when that
-// leaves it at 0 or below, so a counter that had expired is not brought back.
+// same call: each reserved counter (a field of its scope's hash) is
+// HINCRBY'd minus its delta and deleted when that leaves it below 0, so a
+// field or hash that had lapsed is not brought back (a field at 0 stays
+// until its slot lapses and the next admission of the scope deletes it).
 // Layout: KEYS = set, op key, plain keys, per group its keys then its
-// overflow keys, then the release keys; ARGV = "b", max_ids, ids_ttl,
+// overflow keys, then the release hashes; ARGV = "b", max_ids, ids_ttl,
 // op_ttl, nplain, (delta, ttl) per plain counter, ngroups, per group:
-// member, n, (delta, ttl) per counter, then nrelease, delta per release.
+// member, n, (delta, ttl) per counter, then nrelease, (field, -delta) per
+// release (those with a delta above 0).
 // Reply: Integer, the number of counters written (-1: cancelled before).
 // A cancel (below) undoes the increments, not the releases: a reservation
 // released twice is at worst released early.
@@ -135,7 +146,8 @@ std::vector<std::string> account_command_bounded(const std::vector<Incr>& plain,
 // what it did ('a' admitted, 'r' rejected, 'w...' accounted). The cancel
 // script sets the op key to 'c' (a tombstone: a later run of the call finds
 // its key taken and writes nothing) and, when the op had already run,
-// undoes its increments (DECRBY of the keys it used that still exist).
+// undoes its increments (DECRBY of the keys it used that still exist, and
+// of an admission's reservations HINCRBY of the fields that still exist).
 // Whatever the order in which the store sees the call and its cancel, the
 // call ends up counted nowhere in the store, as long as the call arrives
 // within op_ttl of the cancel.

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "core/store/admit_script.h"
+#include "core/store/read_batch.h"
 #include "core/events/event.h"
 #include "core/store/latch.h"
 #include "core/log/log_escape.h"
@@ -84,7 +85,8 @@ AccountBatch account_batch(const std::vector<ScopeDelta>& deltas, std::time_t no
     return b;
 }
 // 1600 keys per round trip (the spec's admin chunk) as two MGETs, since a
-// reply array over 1024 elements is refused.
+// reply array over 1024 elements is refused (reserved counters: one HMGET
+// per scope's hash, core/store/read_batch.h).
 constexpr std::size_t kReadChunk = 800;
 
 std::int64_t now_ms() {
@@ -173,39 +175,16 @@ public:
             return;
         }
         send_cancels();
-        std::vector<std::vector<std::string>> cmds;
-        for (std::size_t i = 0; i < keys.size(); i += kReadChunk) {
-            std::vector<std::string> cmd{"MGET"};
-            for (std::size_t j = i; j < keys.size() && j < i + kReadChunk; ++j) cmd.push_back(keys[j]);
-            cmds.push_back(std::move(cmd));
-        }
-        if (cmds.empty()) {
+        auto batch = std::make_shared<ReadBatch>(read_batch(keys, kReadChunk));
+        if (batch->commands.empty()) {
             done(StoreReply{}, {});
             return;
         }
-        std::size_t n = keys.size();
-        conn_.exec(cmds, [this, n, done = std::move(done)](const std::string& err, std::vector<RespValue>& replies) {
+        conn_.exec(batch->commands, [this, batch, done = std::move(done)](const std::string& err,
+                                                                          std::vector<RespValue>& replies) {
             std::vector<std::int64_t> values;
             std::string e = err;
-            for (const auto& r : replies) {
-                if (!e.empty()) break;
-                if (r.type != RespValue::Type::Array) {
-                    e = "unexpected reply to MGET";
-                    break;
-                }
-                for (const auto& el : r.elements) {
-                    if (el.type == RespValue::Type::Nil) {
-                        values.push_back(0);
-                    } else if (el.type == RespValue::Type::String || el.type == RespValue::Type::Integer) {
-                        values.push_back(el.type == RespValue::Type::Integer ? el.integer
-                                                                             : std::strtoll(el.str.c_str(), nullptr, 10));
-                    } else {
-                        e = "unexpected element in MGET reply";
-                        break;
-                    }
-                }
-            }
-            if (e.empty() && values.size() != n) e = "short MGET reply";
+            if (e.empty()) read_values(*batch, replies, values, e);
             if (!e.empty()) {
                 on_failure(e);
                 done(StoreReply{StoreStatus::Error, e}, {});
