@@ -313,6 +313,21 @@ void Call::expire() {
     ev->handler(ev);
 }
 
+void end_chosen_call(ngx_event_t* ev, void (*before)(ngx_http_request_t* r, RequestCtx* ctx)) {
+    auto* r = static_cast<ngx_http_request_t*>(ev->data);
+    ngx_connection_t* c = r->connection;
+    try {
+        RequestCtx* ctx = get_ctx(r);
+        if (ctx != nullptr && ctx->chosen != nullptr && ctx->chosen->running()) {
+            if (before != nullptr) before(r, ctx);
+            ctx->chosen->expire();
+        }
+    } catch (const std::exception& e) {
+        ngx_log_error(NGX_LOG_ERR, c->log, 0, "llm_gateway: ending a provider call failed: %s", log_text(e.what()).c_str());
+    }
+    ngx_http_run_posted_requests(c);
+}
+
 ngx_int_t Call::done_handler(ngx_http_request_t*, void* data, ngx_int_t rc) {
     auto* call = static_cast<Call*>(data);
     try {

@@ -97,6 +97,13 @@ private:
 ngx_int_t request_on_stream_head(Call& call);
 ngx_int_t request_on_stream_bytes(Call& call, std::string_view bytes);
 
+// An event handler's end of a request's provider call (the drain's bound,
+// the stream cutoff): ev->data is the main request; its chosen call, while
+// it runs, is ended with expire() (its end resumes the request), after
+// before(r, ctx) when given (say why); then the posted requests run. An
+// exception is logged, never passed on to nginx.
+void end_chosen_call(ngx_event_t* ev, void (*before)(ngx_http_request_t* r, RequestCtx* ctx));
+
 // sr->ctx of a provider subrequest.
 struct SubCtx {
     Call* call;

@@ -27,18 +27,15 @@ bool client_gone(ngx_http_request_t* r) {
 
 namespace {
 
+void log_drain_bound(ngx_http_request_t* r, RequestCtx* ctx) {
+    ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                  "llm_gateway: the drain of a cancelled stream reached its bound (%uz bytes read); closing the "
+                  "provider's answer",
+                  ctx->drained);
+}
+
 void drain_timer_handler(ngx_event_t* ev) {
-    auto* r = static_cast<ngx_http_request_t*>(ev->data);
-    ngx_connection_t* c = r->connection;
-    RequestCtx* ctx = get_ctx(r);
-    if (ctx != nullptr && ctx->chosen != nullptr && ctx->chosen->state == Call::State::Running) {
-        ngx_log_error(NGX_LOG_INFO, c->log, 0,
-                      "llm_gateway: the drain of a cancelled stream reached its bound (%uz bytes read); closing the "
-                      "provider's answer",
-                      ctx->drained);
-        ctx->chosen->expire();
-    }
-    ngx_http_run_posted_requests(c);
+    end_chosen_call(ev, log_drain_bound);
 }
 
 }  // namespace

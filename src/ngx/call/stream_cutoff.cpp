@@ -9,15 +9,7 @@ namespace {
 // (not from inside the subrequest's body filter); its end resumes the
 // request, which sends the error event and finishes the response.
 void cutoff_handler(ngx_event_t* ev) {
-    auto* r = static_cast<ngx_http_request_t*>(ev->data);
-    ngx_connection_t* c = r->connection;
-    try {
-        RequestCtx* ctx = get_ctx(r);
-        if (ctx != nullptr && ctx->chosen != nullptr && ctx->chosen->running()) ctx->chosen->expire();
-    } catch (const std::exception& e) {
-        ngx_log_error(NGX_LOG_ERR, c->log, 0, "llm_gateway: ending a cut-off stream failed: %s", log_text(e.what()).c_str());
-    }
-    ngx_http_run_posted_requests(c);
+    end_chosen_call(ev, nullptr);
 }
 
 }  // namespace
