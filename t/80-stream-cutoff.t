@@ -3,7 +3,9 @@
 # or cost budget at admission ends with one error event in the caller's
 # format (OpenAI's for chat completions, Anthropic's for messages), the
 # provider call is closed, and what was relayed is billed: the request / 4
-# and the relayed completion text / 4 when the provider reported no usage.
+# and the relayed completion text / 4 when the provider reported no usage
+# (a native Anthropic provider's input count, from its message_start, when
+# it reports one).
 # Off (the default), the same stream is relayed whole; a stream under its
 # budget is never touched (docs/metering.md#mid-stream-cutoff). The
 # directive's configuration error is in t/14-config.t.
@@ -31,13 +33,22 @@ my @USERS = (
     'llm_gateway_user cost key=sk-cut-cost cost_per_day=0.04;',
     'llm_gateway_user off key=sk-cut-off tokens_per_day=' . (int(length($CHAT) / 4) + 20) . ';',
     'llm_gateway_user under key=sk-cut-under tokens_per_day=100000;',
+    # a native Anthropic provider reports 40 input tokens at the start: 40 and
+    # 10 chunks of text fit, where the request / 4 (29) would have let 15 through
+    'llm_gateway_user nat key=sk-cut-nat tokens_per_day=60;',
 );
+my $NAT_IN = 40;
+my $NMSGS = '{"model":"claude-sonnet-4-5","max_tokens":200,"stream":true,"messages":[{"role":"user","content":"count to twenty"}]}';
+my $CLAUDE = "llm_gateway_provider claude type=anthropic location=/_llm/claude/ key=sk-ant-cut models=claude-sonnet-4-5;\n";
+my $CLAUDE_LOC = "    location /_llm/claude/ {\n        internal;\n        proxy_pass http://mock_up/;\n"
+               . "        proxy_http_version 1.1;\n        proxy_set_header Connection \"\";\n        proxy_buffering off;\n    }\n";
 
 sub gateway {
     my ($on) = @_;
-    my $http = "llm_gateway_price mock/gpt-4o-mini input=1000 output=1000;\n" . ($on ? "llm_gateway_stream_cutoff on;\n" : '');
+    my $http = "llm_gateway_price mock/gpt-4o-mini input=1000 output=1000;\n" . $CLAUDE
+             . ($on ? "llm_gateway_stream_cutoff on;\n" : '');
     return Gw::Nginx->start(workers => 1, vars => { MOCK => $mock->port },
-                            conf => GwMeter::conf(users => \@USERS, http => $http));
+                            conf => GwMeter::conf(users => \@USERS, http => $http, server => $CLAUDE_LOC));
 }
 
 sub chunk {
@@ -139,6 +150,45 @@ subtest 'messages translated to an OpenAI provider: an Anthropic error event' =>
     my $u = user_row($ng, 'msg');
     is_deeply([@$u{qw(tokensInPerDay tokensOutPerDay)}], [int(length($MSGS) / 4), int(length($text) / 4)],
               'billed: the request / 4 and the relayed text / 4');
+};
+
+subtest 'messages on a native Anthropic provider: its own input count is the input' => sub {
+    my $ev = sub { my ($event, $data) = @_; return { event => $event, data => { type => $event, %$data } } };
+    $mock->reset;
+    $mock->script({ delay_ms => 60, sse => [
+        $ev->('message_start', { message => { id => 'msg_cut', type => 'message', role => 'assistant', model => 'claude-sonnet-4-5',
+                                               content => [], stop_reason => undef, stop_sequence => undef,
+                                               usage => { input_tokens => $NAT_IN, output_tokens => 1 } } }),
+        $ev->('content_block_start', { index => 0, content_block => { type => 'text', text => '' } }),
+        map({ $ev->('content_block_delta', { index => 0, delta => { type => 'text_delta', text => $WORD } }) } 1 .. $N),
+        $ev->('content_block_stop', { index => 0 }),
+        $ev->('message_delta', { delta => { stop_reason => 'end_turn', stop_sequence => undef }, usage => { output_tokens => 2 * $N } }),
+        $ev->('message_stop', {}),
+    ] });
+    my $from = length $ng->error_log;
+    my $r = stream($ng, '/v1/messages', 'sk-cut-nat', $NMSGS);
+    is($r->{status}, 200, 'status 200: the stream had begun');
+    ok($r->{complete}, 'the response ended properly') or diag($r->{error} // '');
+    my $reqs = $mock->requests;
+    is($reqs->[-1]{path}, '/v1/messages', 'the provider was called natively') if @$reqs;
+    my @ev = @{ $r->{events} };
+    is(($ev[0] // {})->{json}{message}{usage}{input_tokens}, $NAT_IN, "the provider's message_start relayed");
+    my @err = grep { ($_->{event} // '') eq 'error' } @ev;
+    is(scalar @err, 1, 'exactly one event: error');
+    is($ev[-1], $err[0], 'it is the last event (no message_stop)');
+    is($err[0]{json}{error}{type}, 'rate_limit_error', 'the type a 429 budget answer has');
+    like($err[0]{json}{error}{message} // '', qr/^budget exceeded: user "nat" tokensPerDay 60$/, 'the message');
+    my $text = join '', map { $_->{json}{delta}{text} // '' } grep { ($_->{event} // '') eq 'content_block_delta' } @ev;
+    my $chunks = length($text) / length($WORD);
+    my $by_estimate = int((60 - int(length($NMSGS) / 4)) / 2);
+    ok($chunks >= 1 && $chunks <= 10 && $by_estimate > 10,
+       "at most the 10 chunks that fit beside the provider's $NAT_IN input tokens ($chunks relayed; the request / 4, "
+       . int(length($NMSGS) / 4) . ", would have let $by_estimate through)");
+    my $u = user_row($ng, 'nat');
+    is_deeply([@$u{qw(tokensInPerDay tokensOutPerDay)}], [$NAT_IN, int(length($text) / 4)],
+              "billed: the provider's input count and the relayed text / 4");
+    my @cut = GwMeter::log_lines($ng, qr/llm_gateway: stream cut off for user "nat": budget exceeded: user "nat" tokensPerDay 60 \(\d+ tokens relayed\)/, $from);
+    is(scalar @cut, 1, 'one warn line says so');
 };
 
 subtest 'a stream under its budget is untouched' => sub {
