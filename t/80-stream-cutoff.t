@@ -4,8 +4,8 @@
 # format (OpenAI's for chat completions, Anthropic's for messages), the
 # provider call is closed, and what was relayed is billed: the request / 4
 # and the relayed completion text / 4 when the provider reported no usage
-# (a native Anthropic provider's input count, from its message_start, when
-# it reports one).
+# (a native Anthropic provider's input count from its message_start, a
+# Gemini provider's running usageMetadata, when they report them).
 # Off (the default), the same stream is relayed whole; a stream under its
 # budget is never touched (docs/metering.md#mid-stream-cutoff). The
 # directive's configuration error is in t/14-config.t.
@@ -36,19 +36,24 @@ my @USERS = (
     # a native Anthropic provider reports 40 input tokens at the start: 40 and
     # 10 chunks of text fit, where the request / 4 (29) would have let 15 through
     'llm_gateway_user nat key=sk-cut-nat tokens_per_day=60;',
+    # the same with a Gemini provider, whose every chunk carries the running usage
+    'llm_gateway_user gem key=sk-cut-gem tokens_per_day=60;',
 );
 my $NAT_IN = 40;
 my $NMSGS = '{"model":"claude-sonnet-4-5","max_tokens":200,"stream":true,"messages":[{"role":"user","content":"count to twenty"}]}';
-my $CLAUDE = "llm_gateway_provider claude type=anthropic location=/_llm/claude/ key=sk-ant-cut models=claude-sonnet-4-5;\n";
-my $CLAUDE_LOC = "    location /_llm/claude/ {\n        internal;\n        proxy_pass http://mock_up/;\n"
-               . "        proxy_http_version 1.1;\n        proxy_set_header Connection \"\";\n        proxy_buffering off;\n    }\n";
+my $GCHAT = '{"model":"gemini-2.5-flash","stream":true,"messages":[{"role":"user","content":"count to twenty"}]}';
+my $NATIVE = "llm_gateway_provider claude type=anthropic location=/_llm/claude/ key=sk-ant-cut models=claude-sonnet-4-5;\n"
+           . "llm_gateway_provider gem type=gemini location=/_llm/gem/ key=AIzaCutKey models=gemini-2.5-flash;\n";
+my $NATIVE_LOCS = join '', map { "    location /_llm/$_/ {\n        internal;\n        proxy_pass http://mock_up/;\n"
+                               . "        proxy_http_version 1.1;\n        proxy_set_header Connection \"\";\n        proxy_buffering off;\n    }\n" }
+                          qw(claude gem);
 
 sub gateway {
     my ($on) = @_;
-    my $http = "llm_gateway_price mock/gpt-4o-mini input=1000 output=1000;\n" . $CLAUDE
+    my $http = "llm_gateway_price mock/gpt-4o-mini input=1000 output=1000;\n" . $NATIVE
              . ($on ? "llm_gateway_stream_cutoff on;\n" : '');
     return Gw::Nginx->start(workers => 1, vars => { MOCK => $mock->port },
-                            conf => GwMeter::conf(users => \@USERS, http => $http, server => $CLAUDE_LOC));
+                            conf => GwMeter::conf(users => \@USERS, http => $http, server => $NATIVE_LOCS));
 }
 
 sub chunk {
@@ -189,6 +194,34 @@ subtest 'messages on a native Anthropic provider: its own input count is the inp
               "billed: the provider's input count and the relayed text / 4");
     my @cut = GwMeter::log_lines($ng, qr/llm_gateway: stream cut off for user "nat": budget exceeded: user "nat" tokensPerDay 60 \(\d+ tokens relayed\)/, $from);
     is(scalar @cut, 1, 'one warn line says so');
+};
+
+subtest 'chat completions on a Gemini provider: its running usage is the usage' => sub {
+    my $chunk = sub {
+        my ($k) = @_;
+        return 'data: ' . Gw::json_encode({ candidates => [{ content => { parts => [{ text => $WORD }], role => 'model' }, index => 0 }],
+                                             usageMetadata => { promptTokenCount => $NAT_IN, candidatesTokenCount => 2 * $k,
+                                                                totalTokenCount => $NAT_IN + 2 * $k },
+                                             modelVersion => 'gemini-2.5-flash', responseId => 'r-cut' });
+    };
+    $mock->reset;
+    $mock->script({ delay_ms => 60, line_end => 'crlf', sse => [map { $chunk->($_) } 1 .. $N] });
+    my $r = stream($ng, '/v1/chat/completions', 'sk-cut-gem', $GCHAT);
+    is($r->{status}, 200, 'status 200: the stream had begun');
+    ok($r->{complete}, 'the response ended properly') or diag($r->{error} // '');
+    my $reqs = $mock->requests;
+    like($reqs->[-1]{path} // '', qr{^/v1beta/models/gemini-2\.5-flash:streamGenerateContent}, 'the provider was called as Gemini') if @$reqs;
+    my @err = grep { $_->{json} && $_->{json}{error} } @{ $r->{events} };
+    is(scalar @err, 1, 'exactly one error event, OpenAI-style');
+    is($err[0]{json}{error}{code}, 'budget_exceeded', 'code budget_exceeded');
+    like($err[0]{json}{error}{message} // '', qr/^budget exceeded: user "gem" tokensPerDay 60$/, 'the message');
+    my $text = chat_text($r);
+    my $chunks = length($text) / length($WORD);
+    my $by_estimate = int((60 - int(length($GCHAT) / 4)) / 2);
+    ok($chunks >= 1 && $chunks <= 10 && $by_estimate > 10,
+       "at most the 10 chunks that fit beside the provider's $NAT_IN prompt tokens ($chunks relayed; by the request / 4, $by_estimate)");
+    my $u = user_row($ng, 'gem');
+    is_deeply([@$u{qw(tokensInPerDay tokensOutPerDay)}], [$NAT_IN, 2 * $chunks], "billed: the provider's running usage of what was relayed");
 };
 
 subtest 'a stream under its budget is untouched' => sub {
