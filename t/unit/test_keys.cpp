@@ -122,6 +122,14 @@ TEST(Keys, ReservedHashField) {
     }
     EXPECT_EQ(hash, "x");
     EXPECT_EQ(field, "y");
+    // The record key, built from the scope prefix, and recognised.
+    std::string rec = "reused";
+    assign_reserved_record_key(rec, scope_prefix("group", "a:b"));
+    EXPECT_EQ(rec, "llmgw:group:a:b:rsv");
+    EXPECT_TRUE(is_reserved_record_key(rec));
+    for (const char* other : {"llmgw:user:a:rtok:rsv:7", "llmgw:user:arsv", "rsv", "llmgw:user:a:seen", ""}) {
+        EXPECT_FALSE(is_reserved_record_key(other)) << other;
+    }
 }
 
 }  // namespace

@@ -8,6 +8,8 @@ void append_scope(std::string& out, std::string_view kind, std::string_view id) 
     out.append("llmgw:").append(kind).append(":").append(id).append(":");
 }
 
+constexpr std::string_view kReservedRecord = "rsv";   // a scope's reserved counters as one record
+
 }  // namespace
 
 std::string counter_key(std::string_view kind, std::string_view id, std::string_view metric, Window w,
@@ -96,9 +98,18 @@ bool reserved_hash_field(std::string_view key, std::string& hash, std::string& f
     std::int64_t slot = 0;
     bool tokens = false;
     if (!split_reserved_key(key, scope, slot, tokens)) return false;
-    hash.assign(scope).append("rsv");
+    assign_reserved_record_key(hash, scope);
     field.assign(tokens ? "t" : "c").append(std::to_string(slot));
     return true;
+}
+
+void assign_reserved_record_key(std::string& out, std::string_view scope) {
+    out.assign(scope).append(kReservedRecord);
+}
+
+bool is_reserved_record_key(std::string_view key) {
+    const std::size_t n = kReservedRecord.size();
+    return key.size() > n && key.substr(key.size() - n) == kReservedRecord && key[key.size() - n - 1] == ':';
 }
 
 std::string op_key(std::string_view unique) {

@@ -39,6 +39,12 @@ bool split_reserved_key(std::string_view key, std::string_view& scope, std::int6
 // ("llmgw:<kind>:<id>:rsv") and its field there ("t<slot>" tokens, "c<slot>"
 // cost). False (outputs untouched) for any other key.
 bool reserved_hash_field(std::string_view key, std::string& hash, std::string& field);
+// The key of a scope's reserved counters kept as one record (the Redis hash,
+// the shared-memory ring entry): "llmgw:<kind>:<id>:rsv" from the scope
+// prefix split_reserved_key gives, written into out (its capacity reused).
+void assign_reserved_record_key(std::string& out, std::string_view scope);
+// Whether key names such a record.
+bool is_reserved_record_key(std::string_view key);
 std::string scope_prefix(std::string_view kind, std::string_view id);
 
 // The shared-memory entry key of a scope's window, written into out (its

@@ -203,7 +203,7 @@ public:
     // create, a position last used by another slot (or expired) starts
     // afresh with the slot's TTL, as a new key would.
     std::int64_t* ring_position(const ReservedKey& rk, bool create, std::int64_t ttl) {
-        ring_key_.assign(rk.scope.data(), rk.scope.size()).append("rsv");
+        assign_reserved_record_key(ring_key_, rk.scope);
         Entry* e = create ? find_or_create(ring_key_, ttl, false, kRingValues) : find(ring_key_);
         if (e == nullptr || e->expires <= now_) return nullptr;
         std::int64_t* v = e->values + 4 * static_cast<std::size_t>(rk.slot % kRing);
@@ -281,8 +281,8 @@ public:
             Entry* e = ngx_queue_data(q, Entry, queue);
             q = ngx_queue_next(q);
             const std::string_view k(reinterpret_cast<const char*>(e->key), e->len);
-            const bool ring = k.size() >= 4 && k.substr(k.size() - 4) == ":rsv";   // not metric slots
-            if (!ring && k.size() >= prefix.size() && std::memcmp(e->key, prefix.data(), prefix.size()) == 0) e->values[slot] = 0;
+            if (is_reserved_record_key(k)) continue;   // a reservation ring: no metric slots
+            if (k.size() >= prefix.size() && std::memcmp(e->key, prefix.data(), prefix.size()) == 0) e->values[slot] = 0;
         }
     }
 
