@@ -90,11 +90,11 @@ struct RequestCtx {
     bool store_pending = false;       // a store answer is awaited (await_store)
     StoreReply admit_reply;
     AdmissionResult admit_result;
-    // llm_gateway_ratelimit_headers: the limits admission checked, and the
-    // headers that say what remains (added to the client's head once).
     // llm_gateway_budget_mode reserve: what settling releases (empty: no
     // reservation held).
     std::vector<Incr> releases;
+    // llm_gateway_ratelimit_headers: the limits admission checked, and the
+    // headers that say what remains (added to the client's head once).
     std::vector<LimitShape> limit_shapes;
     std::vector<std::pair<std::string, std::string>> allowance;
     bool allowance_sent = false;
