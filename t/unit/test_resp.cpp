@@ -298,6 +298,22 @@ TEST(Resp, Command) {
     EXPECT_EQ(resp_command({}), "");
 }
 
+TEST(Resp, CommandsAppendToWhatIsWaiting) {
+    std::string out = "*1\r\n$4\r\nPING\r\n";
+    const std::string big(123456, 'x');
+    ASSERT_TRUE(append_resp_command(out, {"SET", "k", big}));
+    EXPECT_EQ(out, "*1\r\n$4\r\nPING\r\n*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$123456\r\n" + big + "\r\n");
+    const std::string before = out;
+    EXPECT_FALSE(append_resp_command(out, {}));
+    EXPECT_EQ(out, before);
+    // Ten arguments and more: the array's length has two digits.
+    std::vector<std::string> argv(12, "a");
+    std::string ten;
+    ASSERT_TRUE(append_resp_command(ten, argv));
+    EXPECT_EQ(ten.substr(0, 5), "*12\r\n");
+    EXPECT_EQ(ten.size(), 5u + 12u * 7u);
+}
+
 TEST(Resp, CommandRoundTripsThroughTheReader) {
     // A command is an array of bulk strings: the reader reads it back.
     const std::vector<std::string> argv = {"EVALSHA", std::string(40, 'a'), "2", "k1", "k2", "-5"};

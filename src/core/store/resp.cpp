@@ -1,9 +1,9 @@
-// RESP2 codec over hiredis's reader and command formatter. hiredis calls our
-// object functions while it parses; they build RespValue trees and refuse
-// what the store must never send us (long or nested arrays).
+// RESP2 codec: replies through hiredis's reader, commands written here.
+// hiredis calls our object functions while it parses; they build RespValue
+// trees and refuse what the store must never send us (long or nested
+// arrays).
 #include "core/store/resp.h"
 
-#include <hiredis/hiredis.h>
 #include <hiredis/read.h>
 
 #include <climits>
@@ -215,32 +215,49 @@ RespReader::Result RespReader::next(RespValue& out, std::string& err) {
     }
 }
 
-std::string resp_command(const std::vector<std::string>& argv) {
-    if (argv.empty() || argv.size() > static_cast<std::size_t>(INT_MAX)) return std::string();
+namespace {
+
+// "<marker><n>\r\n" without printf: the lengths of a command's arguments.
+void append_length_line(std::string& out, char marker, std::size_t n) {
+    char buf[24];
+    char* e = buf + sizeof buf;
+    char* p = e;
+    *--p = '\n';
+    *--p = '\r';
+    do {
+        *--p = static_cast<char>('0' + n % 10);
+        n /= 10;
+    } while (n != 0);
+    *--p = marker;
+    out.append(p, static_cast<std::size_t>(e - p));
+}
+
+}  // namespace
+
+bool append_resp_command(std::string& out, const std::vector<std::string>& argv) {
+    if (argv.empty()) return false;
+    const std::size_t mark = out.size();
     try {
-        std::vector<const char*> ptrs;
-        std::vector<size_t> lens;
-        ptrs.reserve(argv.size());
-        lens.reserve(argv.size());
+        std::size_t need = 16;
+        for (const std::string& a : argv) need += a.size() + 16;
+        out.reserve(out.size() + need);
+        append_length_line(out, '*', argv.size());
         for (const std::string& a : argv) {
-            ptrs.push_back(a.data());
-            lens.push_back(a.size());
+            append_length_line(out, '$', a.size());
+            out.append(a);
+            out.append("\r\n", 2);
         }
-        char* cmd = nullptr;
-        const int n = redisFormatCommandArgv(&cmd, static_cast<int>(argv.size()), ptrs.data(), lens.data());
-        if (n < 0 || cmd == nullptr) return std::string();
-        std::string out;
-        try {
-            out.assign(cmd, static_cast<std::size_t>(n));
-        } catch (...) {
-            redisFreeCommand(cmd);
-            return std::string();
-        }
-        redisFreeCommand(cmd);
-        return out;
+        return true;
     } catch (...) {
-        return std::string();
+        out.resize(mark);   // never larger than before: cannot throw
+        return false;
     }
+}
+
+std::string resp_command(const std::vector<std::string>& argv) {
+    std::string out;
+    if (!append_resp_command(out, argv)) return std::string();
+    return out;
 }
 
 }  // namespace llmgw

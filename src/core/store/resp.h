@@ -1,6 +1,8 @@
 // RESP2 codec for the counter store (no nginx, no sockets): hiredis 0.14's
-// reader parses replies into our own tree (RespValue), and its command
-// formatter writes requests. The connection itself is nginx's.
+// reader parses replies into our own tree (RespValue); commands are written
+// here (an array of bulk strings needs no more than lengths and bytes, and
+// hiredis's formatter spends a printf on every argument, about a third of a
+// worker's instructions per request on Redis). The connection is nginx's.
 #pragma once
 #include <cstddef>
 #include <memory>
@@ -61,8 +63,10 @@ private:
     std::unique_ptr<Impl> impl_;
 };
 
-// One command in RESP2 (an array of bulk strings), binary safe. "" when
-// argv is empty or memory ran out.
+// One command in RESP2 (an array of bulk strings), binary safe, appended to
+// out. false (out unchanged) when argv is empty or memory ran out.
+bool append_resp_command(std::string& out, const std::vector<std::string>& argv);
+// The same as a string of its own; "" when argv is empty or memory ran out.
 std::string resp_command(const std::vector<std::string>& argv);
 
 }  // namespace llmgw

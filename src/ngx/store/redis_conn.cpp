@@ -39,7 +39,7 @@ void RedisConn::exec(const std::vector<std::vector<std::string>>& cmds, Callback
         }
         return;
     }
-    for (const auto& argv : cmds) out_ += resp_command(argv);
+    for (const auto& argv : cmds) append_resp_command(out_, argv);
     batches_.push_back(Batch{cmds.size(), {}, std::move(cb), ngx_current_msec + s_.timeout, false});
     arm_timer();
     if (ready_) {
@@ -81,7 +81,7 @@ void RedisConn::connect() {
     if (s_.url.db != 0) hello.push_back({"SELECT", std::to_string(s_.url.db)});
     if (!hello.empty()) {
         std::string pre;
-        for (const auto& argv : hello) pre += resp_command(argv);
+        for (const auto& argv : hello) append_resp_command(pre, argv);
         out_.insert(0, pre);
         batches_.push_front(Batch{hello.size(), {}, nullptr, ngx_current_msec + s_.timeout, true});
     }
