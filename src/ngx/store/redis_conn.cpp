@@ -18,6 +18,9 @@ RedisConn::RedisConn(const RedisSettings& s, ngx_log_t* log) : s_(s), log_(log),
     post_.handler = on_post;
     post_.data = this;
     post_.log = log;
+    flush_.handler = on_flush;
+    flush_.data = this;
+    flush_.log = log;
 }
 
 RedisConn::~RedisConn() {
@@ -27,6 +30,9 @@ RedisConn::~RedisConn() {
     }
     if (post_.posted) {
         ngx_delete_posted_event(&post_);
+    }
+    if (flush_.posted) {
+        ngx_delete_posted_event(&flush_);
     }
     done_.clear();   // never run callbacks from a destructor
 }
@@ -43,7 +49,9 @@ void RedisConn::exec(const std::vector<std::vector<std::string>>& cmds, Callback
     batches_.push_back(Batch{cmds.size(), {}, std::move(cb), ngx_current_msec + s_.timeout, false});
     arm_timer();
     if (ready_) {
-        flush();
+        if (!flush_.posted) {
+            ngx_post_event(&flush_, &ngx_posted_events);
+        }
     } else if (!connecting_) {
         connect();
     }
@@ -421,6 +429,14 @@ void RedisConn::on_timer_body(ngx_event_t* ev) {
 void RedisConn::on_post(ngx_event_t* ev) {
     auto* self = static_cast<RedisConn*>(ev->data);
     guarded(self, "callback", [self] { self->post_callbacks(); });
+}
+
+void RedisConn::on_flush(ngx_event_t* ev) {
+    auto* self = static_cast<RedisConn*>(ev->data);
+    guarded(self, "write", [self] {
+        if (self->ready_) self->flush();
+        self->post_callbacks();
+    });
 }
 
 void RedisConn::on_read(ngx_event_t* ev) {

@@ -1,7 +1,9 @@
 // One non-blocking connection to a RESP2 store per worker, on nginx's event
 // loop: nginx's own connect and TLS, hiredis only as the RESP codec.
 // Commands are pipelined; each exec() is a batch whose replies come back
-// together (or an error for the whole batch).
+// together (or an error for the whole batch). What the handlers of one turn
+// of the event loop send goes out in one write, after them (a posted
+// event), so under load the store reads many commands per read.
 #pragma once
 #include <deque>
 #include <functional>
@@ -75,6 +77,7 @@ private:
     static void on_write(ngx_event_t* ev);
     static void on_timer(ngx_event_t* ev);
     static void on_post(ngx_event_t* ev);
+    static void on_flush(ngx_event_t* ev);
     static void on_read_body(ngx_event_t* ev);
     static void on_write_body(ngx_event_t* ev);
     static void on_timer_body(ngx_event_t* ev);
@@ -92,6 +95,7 @@ private:
     std::unique_ptr<RespReader> reader_;
     ngx_event_t timer_{};
     ngx_event_t post_{};           // runs completed callbacks outside I/O handlers
+    ngx_event_t flush_{};          // writes out_ once the loop's handlers have queued theirs
     std::vector<std::pair<Callback, std::pair<std::string, std::vector<RespValue>>>> done_;
     bool fault_next_reply_ = false;
 };
