@@ -117,11 +117,19 @@ TEST(Keys, ReservedHashField) {
     EXPECT_EQ(field, "c7");
     hash = "x";
     field = "y";
-    for (const char* other : {"llmgw:user:a:tokin:day:20261121", "llmgw:user:a:rtok:rsv:", "llmgw:user:a:rsv", ""}) {
+    for (const char* other : {"llmgw:user:a:tokin:day:20261121", "llmgw:user:a:rtok:rsv:", "llmgw:user:a:rsv", "",
+                              "llmgw:user:a:rtok:xsv:7", "rsv:7", ":rsv:7", "llmgw:user:a:rdays:rsv:7"}) {
         EXPECT_FALSE(reserved_hash_field(other, hash, field)) << other;
     }
     EXPECT_EQ(hash, "x");
     EXPECT_EQ(field, "y");
+    // The same from the scope prefix, and the field alone.
+    EXPECT_EQ(reserved_key_in("llmgw:user:a:b:", true, 11968458), reserved_key("user", "a:b", true, 11968458));
+    EXPECT_EQ(reserved_key_in("llmgw:total:all:", false, 7), "llmgw:total:all:rcost:rsv:7");
+    assign_reserved_field(field, false, 1234567890123456789LL);
+    EXPECT_EQ(field, "c1234567890123456789");
+    assign_reserved_field(field, true, 0);
+    EXPECT_EQ(field, "t0");
     // The record key, built from the scope prefix, and recognised.
     std::string rec = "reused";
     assign_reserved_record_key(rec, scope_prefix("group", "a:b"));

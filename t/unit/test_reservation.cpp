@@ -63,8 +63,11 @@ TEST(Reservation, ThePlanSumsReservedCountersAndReservesPerScope) {
     EXPECT_FALSE(plan.checks[0].reserves);                 // requests: never
     EXPECT_EQ(plan.checks[0].keys.size(), 1u);
     EXPECT_TRUE(plan.checks[1].reserves);
-    EXPECT_EQ(plan.checks[1].keys.size(), 2u + 5u);         // tokin, tokout, five slots
-    EXPECT_EQ(plan.checks[3].keys.size(), 1u + 5u);         // cost, five slots
+    EXPECT_EQ(plan.checks[1].keys.size(), 2u);              // tokin, tokout
+    EXPECT_EQ(plan.checks[1].reserved_scope, "llmgw:user:alice:");   // and five slots from the oldest live one
+    EXPECT_EQ(plan.checks[1].reserved_oldest, reserve_slot(kNow, 600) - 4);
+    EXPECT_EQ(plan.checks[3].keys.size(), 1u);              // cost
+    EXPECT_EQ(plan.checks[3].reserved_scope, "llmgw:group:eng:");
     ASSERT_EQ(plan.reserve.size(), 2u);                     // user tokens, group cost
     EXPECT_EQ(plan.admit[plan.reserve[0].admit_index].key,
               reserved_key("user", "alice", Measure::Tokens, reserve_slot(kNow, 600)));
@@ -84,6 +87,8 @@ TEST(Reservation, ThePlanSumsReservedCountersAndReservesPerScope) {
     const AdmissionPlan off = build_admission_plan(scopes(u, g), kNow, true);
     EXPECT_TRUE(off.reserve.empty());
     EXPECT_EQ(off.checks[1].keys.size(), 2u);
+    EXPECT_FALSE(off.checks[1].reserves);
+    EXPECT_TRUE(off.checks[1].reserved_scope.empty());
     EXPECT_EQ(off.admit.size(), plan.admit.size() - 2);
 }
 

@@ -67,15 +67,20 @@ void append_usage_keys(std::string_view kind, std::string_view id, std::time_t n
 }
 
 std::string reserved_key(std::string_view kind, std::string_view id, bool tokens, std::int64_t slot) {
-    std::string key = scope_prefix(kind, id);
-    key.append(tokens ? "rtok:rsv:" : "rcost:rsv:");
-    key.append(std::to_string(slot));
+    return reserved_key_in(scope_prefix(kind, id), tokens, slot);
+}
+
+std::string reserved_key_in(std::string_view scope, bool tokens, std::int64_t slot) {
+    std::string key;
+    key.reserve(scope.size() + 30);
+    key.append(scope).append(tokens ? "rtok:rsv:" : "rcost:rsv:").append(std::to_string(slot));
     return key;
 }
 
 bool split_reserved_key(std::string_view key, std::string_view& scope, std::int64_t& slot, bool& tokens) {
     const std::size_t b = key.rfind(':');
     if (b == std::string_view::npos || b + 1 >= key.size() || b + 19 < key.size()) return false;   // 1..18 digits
+    if (b < 4 || key.substr(b - 4, 4) != ":rsv") return false;   // most keys a store sees: counters
     std::int64_t n = 0;
     for (std::size_t i = b + 1; i < key.size(); ++i) {
         if (key[i] < '0' || key[i] > '9') return false;
@@ -99,8 +104,22 @@ bool reserved_hash_field(std::string_view key, std::string& hash, std::string& f
     bool tokens = false;
     if (!split_reserved_key(key, scope, slot, tokens)) return false;
     assign_reserved_record_key(hash, scope);
-    field.assign(tokens ? "t" : "c").append(std::to_string(slot));
+    assign_reserved_field(field, tokens, slot);
     return true;
+}
+
+void assign_reserved_field(std::string& out, bool tokens, std::int64_t slot) {
+    char buf[24];
+    char* e = buf + sizeof buf;
+    char* p = e;
+    const bool neg = slot < 0;
+    std::uint64_t n = neg ? 0 - static_cast<std::uint64_t>(slot) : static_cast<std::uint64_t>(slot);
+    do {
+        *--p = static_cast<char>('0' + n % 10);
+        n /= 10;
+    } while (n != 0);
+    if (neg) *--p = '-';
+    out.assign(1, tokens ? 't' : 'c').append(p, static_cast<std::size_t>(e - p));
 }
 
 void assign_reserved_record_key(std::string& out, std::string_view scope) {

@@ -32,6 +32,8 @@ std::string counter_key(std::string_view kind, std::string_view id, std::string_
 std::string seen_key(std::string_view kind, std::string_view id);
 // The reserved counter of a scope's slot; tokens ("rtok") when tokens, else cost ("rcost").
 std::string reserved_key(std::string_view kind, std::string_view id, bool tokens, std::int64_t slot);
+// The same from the scope's prefix ("llmgw:<kind>:<id>:", scope_prefix).
+std::string reserved_key_in(std::string_view scope, bool tokens, std::int64_t slot);
 // The parts of a reserved counter's key: its scope prefix ("llmgw:<kind>:<id>:",
 // a view into key), slot and measure. False (outputs untouched) for any other key.
 bool split_reserved_key(std::string_view key, std::string_view& scope, std::int64_t& slot, bool& tokens);
@@ -39,6 +41,8 @@ bool split_reserved_key(std::string_view key, std::string_view& scope, std::int6
 // ("llmgw:<kind>:<id>:rsv") and its field there ("t<slot>" tokens, "c<slot>"
 // cost). False (outputs untouched) for any other key.
 bool reserved_hash_field(std::string_view key, std::string& hash, std::string& field);
+// The field of a slot in that hash, written into out.
+void assign_reserved_field(std::string& out, bool tokens, std::int64_t slot);
 // The key of a scope's reserved counters kept as one record (the Redis hash,
 // the shared-memory ring entry): "llmgw:<kind>:<id>:rsv" from the scope
 // prefix split_reserved_key gives, written into out (its capacity reused).

@@ -261,7 +261,8 @@ AdmissionPlan build_admission_plan(const std::vector<Scope>& scopes, std::time_t
             ch.measure = c.measure;
             ch.window = c.window;
             if (reserve_ttl > 0 && c.measure != Measure::Requests) {
-                append_reserved_keys(s.kind, s.id, c.measure, now, reserve_ttl, ch.keys);
+                ch.reserved_scope = scope_prefix(s.kind, s.id);
+                ch.reserved_oldest = oldest_live_slot(now, reserve_ttl);
                 ch.reserves = true;
                 reserves[static_cast<int>(c.measure)] = true;
             }
@@ -288,6 +289,14 @@ AdmissionPlan build_admission_plan(const std::vector<Scope>& scopes, std::time_t
     return plan;
 }
 
+std::int64_t KvTxn::reserved(const Check& c) {
+    __int128 sum = 0;
+    for (std::int64_t k = c.reserved_oldest; k < c.reserved_oldest + kReserveSlots; ++k) {
+        sum += get(reserved_key_in(c.reserved_scope, c.measure == Measure::Tokens, k));
+    }
+    return sum >= INT64_MAX ? INT64_MAX : sum <= INT64_MIN ? INT64_MIN : static_cast<std::int64_t>(sum);
+}
+
 bool execute_admission(KvTxn& kv, const AdmissionPlan& plan, AdmissionResult& result) {
     AdmissionResult r;
     r.used.reserve(plan.checks.size());
@@ -297,6 +306,7 @@ bool execute_admission(KvTxn& kv, const AdmissionPlan& plan, AdmissionResult& re
         const Check& c = plan.checks[i];
         __int128 sum = 0;
         for (const std::string& key : c.keys) sum += kv.get(key);
+        if (c.reserves) sum += kv.reserved(c);
         r.used.push_back(sum <= 0 ? 0 : sum >= INT64_MAX ? INT64_MAX : static_cast<std::int64_t>(sum));
         const bool breach = c.add > 0 ? sum + c.add > c.limit : sum >= c.limit;
         if (breach && r.admitted) {

@@ -48,7 +48,7 @@ enum class ViolationKind { None, RateLimit, Budget, StoreDown };
 enum class Measure { Requests, Tokens, Cost };
 
 struct Check {
-    std::vector<std::string> keys;  // summed (tokens: tokin + tokout)
+    std::vector<std::string> keys;  // summed (tokens: tokin + tokout); never a reserved counter
     std::int64_t limit = 0;
     std::int64_t add = 0;           // 1 for request limits (breach when sum + 1 > limit), 0 for tokens/cost (breach when sum >= limit)
     ViolationKind kind = ViolationKind::RateLimit;
@@ -56,10 +56,13 @@ struct Check {
     std::string message;            // e.g. "rate limit exceeded: user \"alice\" requestsPerMinute 50", "budget exceeded: group \"eng\" costPerDayUSD 1.5"
     Measure measure = Measure::Requests;
     Window window = Window::Min;
-    // Reservations (core/metering/reservation.h): the check's keys include
-    // the scope's live reserved counters of its measure, and its add is the
-    // request's reservation (breach when sum + add > limit).
+    // Reservations (core/metering/reservation.h): the check also sums the
+    // scope's reserved counters of its measure in the slots that can still
+    // be alive (kReserveSlots of them, from reserved_oldest on), and its add
+    // is the request's reservation (breach when sum + add > limit).
     bool reserves = false;
+    std::string reserved_scope;     // "llmgw:<kind>:<id>:" (scope_prefix) when reserves
+    std::int64_t reserved_oldest = 0;
 };
 
 struct Incr {
@@ -111,6 +114,10 @@ class KvTxn {
 public:
     virtual ~KvTxn() = default;
     virtual std::int64_t get(const std::string& key) = 0;        // 0 when absent or expired
+    // The sum of a reserving check's live reserved counters (Check::reserves):
+    // by default get() of each slot's key; a store that keeps a scope's
+    // reserved counters together reads them at once.
+    virtual std::int64_t reserved(const Check& c);
     // false when the store is out of memory (the whole operation fails)
     virtual bool incr(const std::string& key, std::int64_t delta, std::int64_t ttl) = 0;
 };

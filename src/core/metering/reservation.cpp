@@ -27,10 +27,14 @@ std::string reserved_key(std::string_view kind, std::string_view id, Measure m, 
 
 // Slot k lives while now < (k + 1) * len + ttl, and ttl <= (kReserveSlots - 1) * len:
 // the current slot and the kReserveSlots - 1 before it.
+std::int64_t oldest_live_slot(std::time_t now, std::int64_t ttl) {
+    return reserve_slot(now, ttl) - (kReserveSlots - 1);
+}
+
 void append_reserved_keys(std::string_view kind, std::string_view id, Measure m, std::time_t now, std::int64_t ttl,
                           std::vector<std::string>& out) {
-    const std::int64_t cur = reserve_slot(now, ttl);
-    for (std::int64_t k = cur - (kReserveSlots - 1); k <= cur; ++k) out.push_back(reserved_key(kind, id, m, k));
+    const std::int64_t oldest = oldest_live_slot(now, ttl);
+    for (std::int64_t k = oldest; k < oldest + kReserveSlots; ++k) out.push_back(reserved_key(kind, id, m, k));
 }
 
 std::int64_t estimate_input_tokens(std::size_t body_bytes) {

@@ -34,6 +34,9 @@ std::int64_t reserve_slot_seconds(std::int64_t ttl);
 std::int64_t reserve_slot(std::time_t now, std::int64_t ttl);
 // The TTL a reserved counter of the current slot gets when created.
 std::int64_t reserve_key_ttl(std::time_t now, std::int64_t ttl);
+// The oldest slot that may hold live reservations: it and the
+// kReserveSlots - 1 after it (the current slot the last).
+std::int64_t oldest_live_slot(std::time_t now, std::int64_t ttl);
 // The keys of the slots that may hold live reservations, oldest first.
 void append_reserved_keys(std::string_view kind, std::string_view id, Measure m, std::time_t now, std::int64_t ttl,
                           std::vector<std::string>& out);

@@ -519,18 +519,22 @@ std::vector<std::string> admit_script_args(const AdmissionPlan& plan, std::vecto
         std::string hash, field;
         args.push_back(std::to_string(plan.checks.size()));
         for (const Check& c : plan.checks) {
-            // A reserving check's slot keys become its scope's hash, and its
-            // reservation argument the field of its oldest live slot.
-            const std::size_t nplain = c.reserves ? c.keys.size() - kReserveSlots : c.keys.size();
-            if (c.reserves && (c.keys.size() < kReserveSlots || !reserved_hash_field(c.keys[nplain], hash, field))) {
-                throw std::invalid_argument("a reserving check without its reserved counters");
-            }
-            args.push_back(std::to_string(nplain + (c.reserves ? 1 : 0)));
+            // A reserving check's reserved counters are its scope's hash (one
+            // more key), and its reservation argument the field of its
+            // oldest live slot.
+            if (c.reserves && c.reserved_scope.empty()) throw std::invalid_argument("a reserving check without its scope");
+            args.push_back(std::to_string(c.keys.size() + (c.reserves ? 1 : 0)));
             args.push_back(std::to_string(c.limit));
             args.push_back(c.add > 0 ? std::to_string(c.add) : std::string("0"));
-            args.push_back(c.reserves ? field : std::string("0"));
-            keys.insert(keys.end(), c.keys.begin(), c.keys.begin() + static_cast<std::ptrdiff_t>(nplain));
-            if (c.reserves) keys.push_back(hash);
+            keys.insert(keys.end(), c.keys.begin(), c.keys.end());
+            if (c.reserves) {
+                assign_reserved_field(field, c.measure == Measure::Tokens, c.reserved_oldest);
+                args.push_back(field);
+                keys.emplace_back();
+                assign_reserved_record_key(keys.back(), c.reserved_scope);
+            } else {
+                args.push_back("0");
+            }
         }
         // The reservation increments go in their own section (written only
         // when admitted, cheaper than the counters' saturating bump), and

@@ -33,8 +33,8 @@
 // Encoding (EVALSHA sha numkeys KEYS... ARGV...):
 //   KEYS = the keys of check 0, of check 1, ..., then the admit keys, then
 //          the reject keys, then the reservation keys, each in plan order;
-//          (a reserving check's kReserveSlots reserved keys are replaced
-//          by its scope's hash; a reservation's key is its scope's hash);
+//          (a reserving check's last key is its scope's hash, after its
+//          counters; a reservation's key is its scope's hash);
 //   ARGV = nchecks, then per check: nkeys, limit, add ("0" when add <= 0),
 //          reserved ("0", or the hash field of its oldest live slot, such
 //          as "t11971102": its last key is the hash, and it sums the fields

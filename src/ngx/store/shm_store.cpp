@@ -175,6 +175,20 @@ public:
         return (e && e->expires > now_) ? e->values[slot] : 0;
     }
 
+    // A check's live reserved slots, from the scope's one ring entry.
+    std::int64_t reserved(const Check& c) override {
+        assign_reserved_record_key(ring_key_, c.reserved_scope);
+        Entry* e = find(ring_key_);
+        if (e == nullptr || e->expires <= now_) return 0;
+        const std::size_t which = c.measure == Measure::Tokens ? 0 : 1;
+        std::int64_t sum = 0;
+        for (std::int64_t k = c.reserved_oldest; k < c.reserved_oldest + kReserveSlots; ++k) {
+            const std::int64_t* v = e->values + 4 * static_cast<std::size_t>(k % kRing);
+            if (v[0] == k && v[1] > now_) sum = saturating_add(sum, v[2 + which]);
+        }
+        return sum;
+    }
+
     bool incr(const std::string& key, std::int64_t delta, std::int64_t ttl) override {
         ReservedKey rk;
         if (parse_reserved(key, rk)) {
