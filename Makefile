@@ -6,6 +6,7 @@
 #   make test         unit tests, then the integration suite (prove -r t/)
 #   make run          start stock nginx with the module on conf/example.conf (foreground)
 #   make bench        gateway vs plain nginx proxy_pass, side by side
+#   make bench-instructions  instructions per request (callgrind), check vs reserve mode
 #   make screenshots  the dashboard's pictures in docs/img/dashboard/ (its browser test)
 #   make deps         install missing Debian packages (apt-get), saying what it installs
 
@@ -36,7 +37,7 @@ UI_OBJ      := objs/addon/admin/ui_assets.o
 # module's signature matches /usr/sbin/nginx.
 CONF_FLAGS_FILE := $(NGINX_SRC)/conf_flags
 
-.PHONY: all module unit ui-unit screenshots test integration run bench bench-mcp deps clean js conformance-deps test-asan fuzz
+.PHONY: all module unit ui-unit screenshots test integration run bench bench-mcp bench-instructions deps clean js conformance-deps test-asan fuzz
 
 all: module
 
@@ -160,6 +161,9 @@ bench: deps module
 
 bench-mcp: deps module
 	@bench/mcp-latency
+
+bench-instructions: deps module
+	@bench/instructions
 
 clean:
 	rm -rf $(BUILD)
