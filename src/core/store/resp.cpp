@@ -7,6 +7,7 @@
 #include <hiredis/read.h>
 
 #include <climits>
+#include <cstring>
 #include <new>
 #include <utility>
 
@@ -217,41 +218,54 @@ RespReader::Result RespReader::next(RespValue& out, std::string& err) {
 
 namespace {
 
-// "<marker><n>\r\n" without printf: the lengths of a command's arguments.
-void append_length_line(std::string& out, char marker, std::size_t n) {
-    char buf[24];
-    char* e = buf + sizeof buf;
-    char* p = e;
-    *--p = '\n';
-    *--p = '\r';
-    do {
-        *--p = static_cast<char>('0' + n % 10);
+// Decimal digits of n.
+std::size_t digits(std::size_t n) {
+    std::size_t d = 1;
+    while (n >= 10) {
         n /= 10;
-    } while (n != 0);
-    *--p = marker;
-    out.append(p, static_cast<std::size_t>(e - p));
+        ++d;
+    }
+    return d;
+}
+
+// Writes "<marker><n>\r\n" at p (digits(n) + 3 bytes), returns the end.
+char* put_length_line(char* p, char marker, std::size_t n) {
+    *p++ = marker;
+    const std::size_t d = digits(n);
+    for (std::size_t i = d; i > 0; --i) {
+        p[i - 1] = static_cast<char>('0' + n % 10);
+        n /= 10;
+    }
+    p += d;
+    *p++ = '\r';
+    *p++ = '\n';
+    return p;
 }
 
 }  // namespace
 
 bool append_resp_command(std::string& out, const std::vector<std::string>& argv) {
     if (argv.empty()) return false;
+    // The exact size first, then one resize and plain stores: a command
+    // carries up to a few hundred arguments (the accounting script's keys).
+    std::size_t need = digits(argv.size()) + 3;
+    for (const std::string& a : argv) need += digits(a.size()) + 3 + a.size() + 2;
     const std::size_t mark = out.size();
     try {
-        std::size_t need = 16;
-        for (const std::string& a : argv) need += a.size() + 16;
-        out.reserve(out.size() + need);
-        append_length_line(out, '*', argv.size());
-        for (const std::string& a : argv) {
-            append_length_line(out, '$', a.size());
-            out.append(a);
-            out.append("\r\n", 2);
-        }
-        return true;
+        out.resize(mark + need);
     } catch (...) {
-        out.resize(mark);   // never larger than before: cannot throw
-        return false;
+        return false;   // out unchanged
     }
+    char* p = &out[mark];
+    p = put_length_line(p, '*', argv.size());
+    for (const std::string& a : argv) {
+        p = put_length_line(p, '$', a.size());
+        if (!a.empty()) std::memcpy(p, a.data(), a.size());
+        p += a.size();
+        *p++ = '\r';
+        *p++ = '\n';
+    }
+    return true;
 }
 
 std::string resp_command(const std::vector<std::string>& argv) {
