@@ -18,6 +18,11 @@ bool contains(const std::vector<std::string>& v, const std::string& s) {
 
 TEST(Keys, Shapes) {
     EXPECT_EQ(counter_key("user", "bob", "tokin", Window::Day, "20261127"), "llmgw:user:bob:tokin:day:20261127");
+    EXPECT_EQ(counter_key("model", "", "req", Window::Min, "202611271200"), "llmgw:model::req:min:202611271200");
+    EXPECT_EQ(counter_key("user", "a:b", "cost", Window::Month, ""), "llmgw:user:a:b:cost:month:");
+    const std::string long_id(300, 'x');
+    EXPECT_EQ(counter_key("group", long_id, "tokout", Window::Hour, "2026112712"),
+              "llmgw:group:" + long_id + ":tokout:hour:2026112712");
     EXPECT_EQ(seen_key("group", "eng"), "llmgw:group:eng:seen");
     EXPECT_EQ(scope_prefix("user", "bob"), "llmgw:user:bob:");
     std::string e = "reused";

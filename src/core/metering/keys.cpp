@@ -1,5 +1,7 @@
 #include "core/metering/keys.h"
 
+#include <cstring>
+
 namespace llmgw {
 
 namespace {
@@ -14,11 +16,20 @@ constexpr std::string_view kReservedRecord = "rsv";   // a scope's reserved coun
 
 std::string counter_key(std::string_view kind, std::string_view id, std::string_view metric, Window w,
                         std::string_view bucket_str) {
+    // "llmgw:" kind ":" id ":" metric ":" window ":" bucket, written into a
+    // string of the exact size: an accounting names dozens of these.
     const std::string_view win = window_name(w);
-    std::string key;
-    key.reserve(6 + kind.size() + id.size() + metric.size() + win.size() + bucket_str.size() + 5);
-    append_scope(key, kind, id);
-    key.append(metric).append(":").append(win).append(":").append(bucket_str);
+    const std::string_view parts[] = {kind, id, metric, win, bucket_str};
+    std::size_t n = 6 + 4;   // "llmgw:" and four ':'
+    for (const std::string_view part : parts) n += part.size();
+    std::string key(n, ':');
+    char* p = &key[0];
+    std::memcpy(p, "llmgw:", 6);
+    p += 6;
+    for (std::size_t i = 0; i < 5; ++i) {
+        if (!parts[i].empty()) std::memcpy(p, parts[i].data(), parts[i].size());
+        if (i < 4) p += parts[i].size() + 1;   // the ':' after it is already there
+    }
     return key;
 }
 

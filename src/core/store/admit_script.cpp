@@ -375,9 +375,21 @@ std::vector<std::string> account_command_bounded(const std::vector<Incr>& plain,
                                                  std::int64_t op_ttl, bool by_sha, const std::vector<Incr>& releases) {
     std::vector<std::string> cmd;
     try {
-        std::vector<std::string> keys{kStatsIdsKey, op_key};
-        std::vector<std::string> args{"b", std::to_string(max_ids), std::to_string(ids_ttl), std::to_string(op_ttl),
-                                      std::to_string(plain.size())};
+        std::size_t nkeys = 2 + plain.size() + releases.size(), nargs = 7 + 2 * plain.size() + 2 * releases.size();
+        for (const BoundedIncrs& g : groups) {
+            nkeys += 2 * g.incrs.size();
+            nargs += 2 + 2 * g.incrs.size();
+        }
+        std::vector<std::string> keys, args;
+        keys.reserve(nkeys);
+        args.reserve(nargs);
+        keys.push_back(kStatsIdsKey);
+        keys.push_back(op_key);
+        args.push_back("b");
+        args.push_back(std::to_string(max_ids));
+        args.push_back(std::to_string(ids_ttl));
+        args.push_back(std::to_string(op_ttl));
+        args.push_back(std::to_string(plain.size()));
         for (const Incr& in : plain) {
             keys.push_back(in.key);
             args.push_back(std::to_string(in.delta));
