@@ -59,14 +59,20 @@ std::vector<ScopeDelta> accounting_deltas(const AccountingInput& in) {
 }
 
 void append_incrs(const std::vector<ScopeDelta>& deltas, std::time_t now, bool in_process, std::vector<Incr>& out) {
+    std::string buckets[kWindowCount];
+    std::int64_t ttls[kWindowCount];
+    for (int i = 0; i < kWindowCount; ++i) {
+        const Window w = static_cast<Window>(i);
+        buckets[i] = bucket(w, now);
+        ttls[i] = in_process ? ttl_seconds_in_process(w) : ttl_seconds(w);
+    }
     for (const ScopeDelta& d : deltas) {
         for (int m = 0; m < kMetricCount; ++m) {
             if (d.delta[m] == 0) continue;
             for (int i = 0; i < kWindowCount; ++i) {
-                const Window w = static_cast<Window>(i);
-                const std::int64_t ttl = in_process ? ttl_seconds_in_process(w) : ttl_seconds(w);
-                out.push_back(Incr{counter_key(d.kind, d.id, metric_name(static_cast<Metric>(m)), w, bucket(w, now)),
-                                   d.delta[m], ttl});
+                out.push_back(Incr{counter_key(d.kind, d.id, metric_name(static_cast<Metric>(m)), static_cast<Window>(i),
+                                               buckets[i]),
+                                   d.delta[m], ttls[i]});
             }
         }
     }
