@@ -6,6 +6,7 @@
 
 #include <openssl/evp.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <utility>
 
@@ -309,6 +310,25 @@ std::vector<bool> reserving_admits(const AdmissionPlan& plan) {
     return reserving;
 }
 
+// Reservations given back, as the accounting and cancel scripts take them:
+// their number, then per release with an amount KEYS the scope's hash, ARGV
+// its field and minus the amount. False when a key is not a reserved counter.
+bool append_releases(const std::vector<Incr>& releases, std::vector<std::string>& keys,
+                     std::vector<std::string>& args) {
+    std::size_t n = 0;
+    for (const Incr& in : releases) n += in.delta > 0 ? 1 : 0;
+    args.push_back(std::to_string(n));
+    std::string hash, field;
+    for (const Incr& in : releases) {
+        if (in.delta <= 0) continue;
+        if (!reserved_hash_field(in.key, hash, field)) return false;
+        keys.push_back(hash);
+        args.push_back(field);
+        args.push_back(std::to_string(-in.delta));
+    }
+    return true;
+}
+
 std::string sha1_hex(const std::string& s) {
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned int len = 0;
@@ -407,19 +427,8 @@ std::vector<std::string> account_command_bounded(const std::vector<Incr>& plain,
             }
             keys.insert(keys.end(), g.overflow_keys.begin(), g.overflow_keys.end());
         }
-        std::size_t nrel = 0;
-        for (const Incr& in : releases) nrel += in.delta > 0 ? 1 : 0;
-        if (nrel > 0) {
-            args.push_back(std::to_string(nrel));
-            std::string hash, field;
-            for (const Incr& in : releases) {
-                if (in.delta <= 0) continue;
-                if (!reserved_hash_field(in.key, hash, field)) return {};
-                keys.push_back(hash);
-                args.push_back(field);
-                args.push_back(std::to_string(-in.delta));
-            }
-        }
+        const bool releasing = std::any_of(releases.begin(), releases.end(), [](const Incr& in) { return in.delta > 0; });
+        if (releasing && !append_releases(releases, keys, args)) return {};
         cmd = script_command(by_sha, by_sha ? account_script_sha1() : std::string(), account_script_source(), keys,
                              args);
     } catch (...) {
@@ -455,11 +464,8 @@ std::vector<std::string> cancel_admit_command(const AdmissionPlan& plan, const s
     try {
         // The counters, then the reservations (in their scope's hash).
         const std::vector<bool> reserving = reserving_admits(plan);
-        std::size_t nadmit = 0, nres = 0;
-        for (std::size_t i = 0; i < plan.admit.size(); ++i) {
-            if (!reserving[i]) ++nadmit;
-            else if (plan.admit[i].delta > 0) ++nres;
-        }
+        std::size_t nadmit = 0;
+        for (std::size_t i = 0; i < plan.admit.size(); ++i) nadmit += reserving[i] ? 0 : 1;
         args.push_back(std::to_string(nadmit));
         for (std::size_t i = 0; i < plan.admit.size(); ++i) {
             if (reserving[i]) continue;
@@ -471,15 +477,7 @@ std::vector<std::string> cancel_admit_command(const AdmissionPlan& plan, const s
             keys.push_back(in.key);
             args.push_back(std::to_string(in.delta));
         }
-        args.push_back(std::to_string(nres));
-        std::string hash, field;
-        for (std::size_t i = 0; i < plan.admit.size(); ++i) {
-            if (!reserving[i] || plan.admit[i].delta <= 0) continue;
-            if (!reserved_hash_field(plan.admit[i].key, hash, field)) return {};
-            keys.push_back(hash);
-            args.push_back(field);
-            args.push_back(std::to_string(-plan.admit[i].delta));
-        }
+        if (!append_releases(reservation_releases(plan), keys, args)) return {};
         return script_command(false, std::string(), cancel_script_source(), keys, args);
     } catch (...) {
         return {};
