@@ -1,5 +1,6 @@
 #include "core/metering/keys.h"
 
+#include <charconv>
 #include <cstring>
 
 namespace llmgw {
@@ -121,16 +122,8 @@ bool reserved_hash_field(std::string_view key, std::string& hash, std::string& f
 
 void assign_reserved_field(std::string& out, bool tokens, std::int64_t slot) {
     char buf[24];
-    char* e = buf + sizeof buf;
-    char* p = e;
-    const bool neg = slot < 0;
-    std::uint64_t n = neg ? 0 - static_cast<std::uint64_t>(slot) : static_cast<std::uint64_t>(slot);
-    do {
-        *--p = static_cast<char>('0' + n % 10);
-        n /= 10;
-    } while (n != 0);
-    if (neg) *--p = '-';
-    out.assign(1, tokens ? 't' : 'c').append(p, static_cast<std::size_t>(e - p));
+    const char* end = std::to_chars(buf, buf + sizeof buf, slot).ptr;   // 20 chars at most
+    out.assign(1, tokens ? 't' : 'c').append(buf, static_cast<std::size_t>(end - buf));
 }
 
 void assign_reserved_record_key(std::string& out, std::string_view scope) {

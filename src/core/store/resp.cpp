@@ -6,7 +6,7 @@
 
 #include <hiredis/read.h>
 
-#include <climits>
+#include <charconv>
 #include <cstring>
 #include <new>
 #include <utility>
@@ -231,12 +231,7 @@ std::size_t digits(std::size_t n) {
 // Writes "<marker><n>\r\n" at p (digits(n) + 3 bytes), returns the end.
 char* put_length_line(char* p, char marker, std::size_t n) {
     *p++ = marker;
-    const std::size_t d = digits(n);
-    for (std::size_t i = d; i > 0; --i) {
-        p[i - 1] = static_cast<char>('0' + n % 10);
-        n /= 10;
-    }
-    p += d;
+    p = std::to_chars(p, p + digits(n), n).ptr;
     *p++ = '\r';
     *p++ = '\n';
     return p;
