@@ -183,8 +183,8 @@ public:
         const std::size_t which = c.measure == Measure::Tokens ? 0 : 1;
         std::int64_t sum = 0;
         for (std::int64_t k = c.reserved_oldest; k < c.reserved_oldest + kReserveSlots; ++k) {
-            const std::int64_t* v = e->values + 4 * static_cast<std::size_t>(k % kRing);
-            if (v[0] == k && v[1] > now_) sum = saturating_add(sum, v[2 + which]);
+            const std::int64_t* v = ring_slot(e, k);
+            if (slot_live(v, k)) sum = saturating_add(sum, v[2 + which]);
         }
         return sum;
     }
@@ -212,6 +212,13 @@ public:
         if (v != nullptr) v[2 + rk.which] = v[2 + rk.which] > amount ? v[2 + rk.which] - amount : 0;
     }
 
+    // A ring entry's position for a slot, and whether it holds that slot,
+    // unexpired.
+    static std::int64_t* ring_slot(Entry* e, std::int64_t slot) {
+        return e->values + 4 * static_cast<std::size_t>(slot % kRing);
+    }
+    bool slot_live(const std::int64_t* v, std::int64_t slot) const { return v[0] == slot && v[1] > now_; }
+
     // The ring position of a reserved slot: {slot, expires, tokens, cost}.
     // Reading (create false): null when the slot holds nothing live. With
     // create, a position last used by another slot (or expired) starts
@@ -220,8 +227,8 @@ public:
         assign_reserved_record_key(ring_key_, rk.scope);
         Entry* e = create ? find_or_create(ring_key_, ttl, false, kRingValues) : find(ring_key_);
         if (e == nullptr || e->expires <= now_) return nullptr;
-        std::int64_t* v = e->values + 4 * static_cast<std::size_t>(rk.slot % kRing);
-        const bool live = v[0] == rk.slot && v[1] > now_;
+        std::int64_t* v = ring_slot(e, rk.slot);
+        const bool live = slot_live(v, rk.slot);
         if (!create) return live ? v : nullptr;
         if (!live) {
             v[0] = rk.slot;
