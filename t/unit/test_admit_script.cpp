@@ -130,6 +130,22 @@ bool decode_args(const std::vector<std::string>& keys, const std::vector<std::st
     return a == argv.size() && k == keys.size();
 }
 
+// A reservation's reserved counter (the key of its slot), and a release of
+// amount from the counter of such a key.
+std::string slot_key(const Reservation& r) {
+    return reserved_key_in(reserved_record_scope(r.record), r.measure == Measure::Tokens, r.slot);
+}
+Reservation release_of(const std::string& key, std::int64_t amount) {
+    std::string_view scope;
+    Reservation r;
+    bool tokens = false;
+    EXPECT_TRUE(split_reserved_key(key, scope, r.slot, tokens)) << key;
+    assign_reserved_record_key(r.record, scope);
+    r.measure = tokens ? Measure::Tokens : Measure::Cost;
+    r.delta = amount;
+    return r;
+}
+
 bool same_incrs(const std::vector<Incr>& a, const std::vector<Incr>& b) {
     if (a.size() != b.size()) return false;
     for (std::size_t i = 0; i < a.size(); ++i) {
@@ -958,11 +974,11 @@ TEST_F(AdmitScriptRedis, ReservationsHoldAndSettle) {
     int admitted = 0;
     for (int i = 0; i < 5; ++i) admitted += admit_ok(plan).admitted ? 1 : 0;
     EXPECT_EQ(admitted, 3);                                    // 3 * 300 <= 1000 < 4 * 300
-    const std::vector<Incr> rel = reservation_releases(plan);
+    const std::vector<Reservation> rel = reservation_releases(plan);
     ASSERT_EQ(rel.size(), 1u);
-    const std::string hash = hash_of(rel[0].key);
+    const std::string hash = hash_of(slot_key(rel[0]));
     EXPECT_EQ(hash, "llmgw:user:alice:rsv");
-    EXPECT_EQ(rget(rel[0].key), 900);
+    EXPECT_EQ(rget(slot_key(rel[0])), 900);
     EXPECT_EQ(c_.call({"HLEN", hash}).integer, 1);
     EXPECT_GE(ttl(hash), 600);
     EXPECT_LE(ttl(hash), reserve_key_ttl(kNow, 600));
@@ -971,7 +987,7 @@ TEST_F(AdmitScriptRedis, ReservationsHoldAndSettle) {
                                   {key("user", "alice", "tokout", Window::Day), 20, 1000}};
     RespValue v = c_.call(account_command_bounded(usage, {}, 10, 1000, "op:r1", 3600, false, rel));
     ASSERT_EQ(v.type, T::Integer) << v.str;
-    EXPECT_EQ(rget(rel[0].key), 600);
+    EXPECT_EQ(rget(slot_key(rel[0])), 600);
     EXPECT_EQ(get(key("user", "alice", "tokin", Window::Day)), 80);
     AdmissionResult r = admit_ok(plan);                        // 100 + 600 + 300 <= 1000
     EXPECT_TRUE(r.admitted);
@@ -979,11 +995,11 @@ TEST_F(AdmitScriptRedis, ReservationsHoldAndSettle) {
     // The rest settle with no usage: the field stays at 0, the hash keeps
     // its TTL, and the slot's next reservation does not set it again.
     for (int i = 0; i < 3; ++i) c_.call(account_command_bounded({}, {}, 10, 1000, "op:z" + std::to_string(i), 3600, false, rel));
-    EXPECT_TRUE(rexists(rel[0].key));
-    EXPECT_EQ(rget(rel[0].key), 0);
+    EXPECT_TRUE(rexists(slot_key(rel[0])));
+    EXPECT_EQ(rget(slot_key(rel[0])), 0);
     c_.call({"EXPIRE", hash, "5000"});
     EXPECT_TRUE(admit_ok(plan).admitted);
-    EXPECT_EQ(rget(rel[0].key), 300);
+    EXPECT_EQ(rget(slot_key(rel[0])), 300);
     EXPECT_GT(ttl(hash), 4000);
     EXPECT_LE(ttl(hash), 5000);
     // A late settle: the hash has expired; it is not created negative.
@@ -1031,7 +1047,7 @@ TEST_F(AdmitScriptRedis, ReservedFieldsOfLapsedSlotsAreDeleted) {
     EXPECT_FALSE(r.admitted);                                  // 950 + 40 + 20 > 1000
     EXPECT_EQ(r.check_index, 1);
     // A release of the lapsed field: not brought back; the others stay.
-    const std::vector<Incr> rel{{tok_lapsed, 500, 0}, {cost_live, 950, 0}};
+    const std::vector<Reservation> rel{release_of(tok_lapsed, 500), release_of(cost_live, 950)};
     RespValue v = c_.call(account_command_bounded({}, {}, 10, 1000, "op:l", 3600, false, rel));
     ASSERT_EQ(v.type, T::Integer) << v.str;
     EXPECT_FALSE(rexists(tok_lapsed));
@@ -1052,7 +1068,7 @@ TEST_F(AdmitScriptRedis, AReservationIsCancelledWithItsAdmission) {
     const std::vector<Scope> scopes = {{"user", "alice", &user}};
     AdmissionPlan plan = build_admission_plan(scopes, kNow, false, 600);
     set_reservation(plan, ReserveAmounts{0, 700});
-    const std::string rk = reservation_releases(plan).at(0).key;
+    const std::string rk = slot_key(reservation_releases(plan).at(0));
     const std::string hash = hash_of(rk);
     RespValue v = c_.call(admit_command_op(plan, "op:res", 3600, false));
     ASSERT_EQ(v.type, T::Array) << v.str;

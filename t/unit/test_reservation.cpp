@@ -15,10 +15,15 @@ namespace {
 constexpr std::time_t kNow = 1795268730;  // 2026-11-21T13:45:30Z
 
 // The store's release of a reservation: from a counter that exists, never below 0.
+// (MapKv keeps a reservation in its slot's key, the default KvTxn::reserve.)
+std::string slot_key(const Reservation& r) {
+    return reserved_key_in(reserved_record_scope(r.record), r.measure == Measure::Tokens, r.slot);
+}
+
 struct Kv : test::MapKv {
-    void release(const std::vector<Incr>& rel) {
-        for (const Incr& r : rel) {
-            const auto it = m.find(r.key);
+    void release(const std::vector<Reservation>& rel) {
+        for (const Reservation& r : rel) {
+            const auto it = m.find(slot_key(r));
             if (it != m.end()) it->second = it->second > r.delta ? it->second - r.delta : 0;
         }
     }
@@ -64,22 +69,21 @@ TEST(Reservation, ThePlanSumsReservedCountersAndReservesPerScope) {
     EXPECT_EQ(plan.checks[0].keys.size(), 1u);
     EXPECT_TRUE(plan.checks[1].reserves);
     EXPECT_EQ(plan.checks[1].keys.size(), 2u);              // tokin, tokout
-    EXPECT_EQ(plan.checks[1].reserved_scope, "llmgw:user:alice:");   // and five slots from the oldest live one
+    EXPECT_EQ(plan.checks[1].reserved_record, "llmgw:user:alice:rsv");   // and five slots from the oldest live one
     EXPECT_EQ(plan.checks[1].reserved_oldest, reserve_slot(kNow, 600) - 4);
     EXPECT_EQ(plan.checks[3].keys.size(), 1u);              // cost
-    EXPECT_EQ(plan.checks[3].reserved_scope, "llmgw:group:eng:");
+    EXPECT_EQ(plan.checks[3].reserved_record, "llmgw:group:eng:rsv");
     ASSERT_EQ(plan.reserve.size(), 2u);                     // user tokens, group cost
-    EXPECT_EQ(plan.admit[plan.reserve[0].admit_index].key,
-              reserved_key("user", "alice", Measure::Tokens, reserve_slot(kNow, 600)));
-    EXPECT_EQ(plan.admit[plan.reserve[1].admit_index].key,
-              reserved_key("group", "eng", Measure::Cost, reserve_slot(kNow, 600)));
+    EXPECT_EQ(slot_key(plan.reserve[0]), reserved_key("user", "alice", Measure::Tokens, reserve_slot(kNow, 600)));
+    EXPECT_EQ(slot_key(plan.reserve[1]), reserved_key("group", "eng", Measure::Cost, reserve_slot(kNow, 600)));
+    EXPECT_EQ(plan.reserve[0].ttl, reserve_key_ttl(kNow, 600));
     EXPECT_TRUE(reservation_releases(plan).empty());        // nothing set yet
     set_reservation(plan, ReserveAmounts{250, 1500});
     EXPECT_EQ(plan.checks[0].add, 1);
     EXPECT_EQ(plan.checks[1].add, 250);
     EXPECT_EQ(plan.checks[2].add, 250);
     EXPECT_EQ(plan.checks[3].add, 1500);
-    const std::vector<Incr> rel = reservation_releases(plan);
+    const std::vector<Reservation> rel = reservation_releases(plan);
     ASSERT_EQ(rel.size(), 2u);
     EXPECT_EQ(rel[0].delta, 250);
     EXPECT_EQ(rel[1].delta, 1500);
@@ -88,8 +92,8 @@ TEST(Reservation, ThePlanSumsReservedCountersAndReservesPerScope) {
     EXPECT_TRUE(off.reserve.empty());
     EXPECT_EQ(off.checks[1].keys.size(), 2u);
     EXPECT_FALSE(off.checks[1].reserves);
-    EXPECT_TRUE(off.checks[1].reserved_scope.empty());
-    EXPECT_EQ(off.admit.size(), plan.admit.size() - 2);
+    EXPECT_TRUE(off.checks[1].reserved_record.empty());
+    EXPECT_EQ(off.admit.size(), plan.admit.size());
 }
 
 // Forty at once against a budget that fits ten worst cases: ten pass, and
@@ -107,9 +111,9 @@ TEST(Reservation, ConcurrentAdmissionsNeverOvercommit) {
         if (r.admitted) ++admitted;
     }
     EXPECT_EQ(admitted, 10);
-    const std::vector<Incr> rel = reservation_releases(plan);
+    const std::vector<Reservation> rel = reservation_releases(plan);
     ASSERT_EQ(rel.size(), 1u);
-    EXPECT_EQ(kv.m[rel[0].key], 10000);
+    EXPECT_EQ(kv.m[slot_key(rel[0])], 10000);
     // One settles at 400 of its 1000.
     kv.release(rel);
     kv.m[counter_key("user", "alice", "cost", Window::Day, bucket(Window::Day, kNow))] += 400;

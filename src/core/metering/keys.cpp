@@ -130,9 +130,20 @@ void assign_reserved_record_key(std::string& out, std::string_view scope) {
     out.assign(scope).append(kReservedRecord);
 }
 
+std::string reserved_record_key(std::string_view kind, std::string_view id) {
+    std::string out;
+    assign_reserved_record_key(out, scope_prefix(kind, id));
+    return out;
+}
+
 bool is_reserved_record_key(std::string_view key) {
     const std::size_t n = kReservedRecord.size();
     return key.size() > n && key.substr(key.size() - n) == kReservedRecord && key[key.size() - n - 1] == ':';
+}
+
+std::string_view reserved_record_scope(std::string_view record) {
+    if (!is_reserved_record_key(record)) return std::string_view();
+    return record.substr(0, record.size() - kReservedRecord.size());
 }
 
 std::string op_key(std::string_view unique) {

@@ -47,8 +47,13 @@ void assign_reserved_field(std::string& out, bool tokens, std::int64_t slot);
 // the shared-memory ring entry): "llmgw:<kind>:<id>:rsv" from the scope
 // prefix split_reserved_key gives, written into out (its capacity reused).
 void assign_reserved_record_key(std::string& out, std::string_view scope);
+// The same from the scope's kind and id.
+std::string reserved_record_key(std::string_view kind, std::string_view id);
 // Whether key names such a record.
 bool is_reserved_record_key(std::string_view key);
+// The scope prefix of such a record ("llmgw:<kind>:<id>:", a view into
+// record); "" when record is not one.
+std::string_view reserved_record_scope(std::string_view record);
 std::string scope_prefix(std::string_view kind, std::string_view id);
 
 // The shared-memory entry key of a scope's window, written into out (its

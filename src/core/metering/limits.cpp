@@ -261,7 +261,7 @@ AdmissionPlan build_admission_plan(const std::vector<Scope>& scopes, std::time_t
             ch.measure = c.measure;
             ch.window = c.window;
             if (reserve_ttl > 0 && c.measure != Measure::Requests) {
-                ch.reserved_scope = scope_prefix(s.kind, s.id);
+                ch.reserved_record = reserved_record_key(s.kind, s.id);
                 ch.reserved_oldest = oldest_live_slot(now, reserve_ttl);
                 ch.reserves = true;
                 reserves[static_cast<int>(c.measure)] = true;
@@ -270,9 +270,8 @@ AdmissionPlan build_admission_plan(const std::vector<Scope>& scopes, std::time_t
         }
         for (const Measure m : {Measure::Tokens, Measure::Cost}) {
             if (!reserves[static_cast<int>(m)]) continue;
-            plan.reserve.push_back({plan.admit.size(), m});
-            plan.admit.push_back(Incr{reserved_key(s.kind, s.id, m, reserve_slot(now, reserve_ttl)), 0,
-                                      reserve_key_ttl(now, reserve_ttl)});
+            plan.reserve.push_back(Reservation{reserved_record_key(s.kind, s.id), m, reserve_slot(now, reserve_ttl),
+                                               reserve_key_ttl(now, reserve_ttl), 0});
         }
     }
     const std::string day = bucket(Window::Day, now);
@@ -290,11 +289,16 @@ AdmissionPlan build_admission_plan(const std::vector<Scope>& scopes, std::time_t
 }
 
 std::int64_t KvTxn::reserved(const Check& c) {
+    const std::string_view scope = reserved_record_scope(c.reserved_record);
     __int128 sum = 0;
     for (std::int64_t k = c.reserved_oldest; k < c.reserved_oldest + kReserveSlots; ++k) {
-        sum += get(reserved_key_in(c.reserved_scope, c.measure == Measure::Tokens, k));
+        sum += get(reserved_key_in(scope, c.measure == Measure::Tokens, k));
     }
     return sum >= INT64_MAX ? INT64_MAX : sum <= INT64_MIN ? INT64_MIN : static_cast<std::int64_t>(sum);
+}
+
+bool KvTxn::reserve(const Reservation& r) {
+    return incr(reserved_key_in(reserved_record_scope(r.record), r.measure == Measure::Tokens, r.slot), r.delta, r.ttl);
 }
 
 bool execute_admission(KvTxn& kv, const AdmissionPlan& plan, AdmissionResult& result) {
@@ -319,7 +323,12 @@ bool execute_admission(KvTxn& kv, const AdmissionPlan& plan, AdmissionResult& re
     }
     const std::vector<Incr>& incrs = r.admitted ? plan.admit : plan.reject;
     for (const Incr& in : incrs) {
-        if (in.delta != 0 && !kv.incr(in.key, in.delta, in.ttl)) return false;   // 0: a reservation of nothing
+        if (in.delta != 0 && !kv.incr(in.key, in.delta, in.ttl)) return false;
+    }
+    if (r.admitted) {
+        for (const Reservation& res : plan.reserve) {
+            if (res.delta > 0 && !kv.reserve(res)) return false;   // 0: a reservation of nothing
+        }
     }
     result = std::move(r);
     return true;

@@ -61,7 +61,7 @@ struct Check {
     // be alive (kReserveSlots of them, from reserved_oldest on), and its add
     // is the request's reservation (breach when sum + add > limit).
     bool reserves = false;
-    std::string reserved_scope;     // "llmgw:<kind>:<id>:" (scope_prefix) when reserves
+    std::string reserved_record;    // the scope's reserved_record_key when reserves
     std::int64_t reserved_oldest = 0;
 };
 
@@ -71,6 +71,20 @@ struct Incr {
     std::int64_t ttl = 0;           // seconds
 };
 
+// One reserved counter a request writes (core/metering/reservation.h): its
+// scope's record of reserved counters (reserved_record_key), the measure
+// and slot, the TTL the slot's counter gets when created, and the amount.
+// Built once per second with the plan, so a request never builds or parses
+// a reserved counter's key; a release is the same with the amount to take
+// back.
+struct Reservation {
+    std::string record;
+    Measure measure = Measure::Tokens;
+    std::int64_t slot = 0;
+    std::int64_t ttl = 0;           // seconds
+    std::int64_t delta = 0;
+};
+
 // One metered request's admission, atomic in the store: run checks in order;
 // the first breach wins. No breach: apply `admit` increments. Breach: apply
 // `reject` increments instead (rejection counters), nothing else.
@@ -78,13 +92,10 @@ struct AdmissionPlan {
     std::vector<Check> checks;
     std::vector<Incr> admit;
     std::vector<Incr> reject;
-    // Reservations: the admit increments that reserve (index, measure);
-    // their delta is the request's reservation (set_reservation).
-    struct Reserve {
-        std::size_t admit_index;
-        Measure measure;
-    };
-    std::vector<Reserve> reserve;
+    // Reservations, written only when admitted, after the admit increments;
+    // their delta is the request's reservation (set_reservation; 0 reserves
+    // nothing and writes nothing).
+    std::vector<Reservation> reserve;
 };
 
 // scopes: the request's user, group and total scopes (more may follow).
@@ -120,6 +131,9 @@ public:
     virtual std::int64_t reserved(const Check& c);
     // false when the store is out of memory (the whole operation fails)
     virtual bool incr(const std::string& key, std::int64_t delta, std::int64_t ttl) = 0;
+    // Adds a reservation's delta to its slot's counter: by default incr() of
+    // the slot's key (reserved_key_in).
+    virtual bool reserve(const Reservation& r);
 };
 
 // Runs a plan against a store already locked by the caller. Returns false

@@ -49,17 +49,14 @@ void set_reservation(AdmissionPlan& plan, const ReserveAmounts& amounts) {
     for (Check& c : plan.checks) {
         if (c.reserves) c.add = amount(c.measure);
     }
-    for (const AdmissionPlan::Reserve& r : plan.reserve) {
-        if (r.admit_index < plan.admit.size()) plan.admit[r.admit_index].delta = amount(r.measure);
-    }
+    for (Reservation& r : plan.reserve) r.delta = amount(r.measure);
 }
 
-std::vector<Incr> reservation_releases(const AdmissionPlan& plan) {
-    std::vector<Incr> out;
-    for (const AdmissionPlan::Reserve& r : plan.reserve) {
-        if (r.admit_index >= plan.admit.size()) continue;
-        const Incr& in = plan.admit[r.admit_index];
-        if (in.delta > 0) out.push_back(Incr{in.key, in.delta, 0});
+std::vector<Reservation> reservation_releases(const AdmissionPlan& plan) {
+    std::vector<Reservation> out;
+    out.reserve(plan.reserve.size());
+    for (const Reservation& r : plan.reserve) {
+        if (r.delta > 0) out.push_back(r);
     }
     return out;
 }

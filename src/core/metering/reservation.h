@@ -52,11 +52,12 @@ struct ReserveAmounts {
 std::int64_t estimate_input_tokens(std::size_t body_bytes);
 
 // Sets the reservation into a plan of build_admission_plan(..., reserve_ttl):
-// the add of its reserving checks and the delta of its reserving increments.
+// the add of its reserving checks and the delta of its reservations.
 void set_reservation(AdmissionPlan& plan, const ReserveAmounts& amounts);
 
-// What releasing the plan's reservation takes from the reserved counters
-// (delta > 0 is the amount to take away; only counters that still exist).
-std::vector<Incr> reservation_releases(const AdmissionPlan& plan);
+// What releasing the plan's reservation takes from the reserved counters:
+// its reservations with a delta above 0, the amount to take away (only from
+// counters that still exist).
+std::vector<Reservation> reservation_releases(const AdmissionPlan& plan);
 
 }  // namespace llmgw

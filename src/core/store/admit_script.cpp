@@ -301,32 +301,21 @@ end
 return 1
 )LUA";
 
-// Which of the plan's admit increments are its reservations.
-std::vector<bool> reserving_admits(const AdmissionPlan& plan) {
-    std::vector<bool> reserving(plan.admit.size(), false);
-    for (const AdmissionPlan::Reserve& r : plan.reserve) {
-        if (r.admit_index < reserving.size()) reserving[r.admit_index] = true;
-    }
-    return reserving;
-}
-
 // Reservations given back, as the accounting and cancel scripts take them:
 // their number, then per release with an amount KEYS the scope's hash, ARGV
-// its field and minus the amount. False when a key is not a reserved counter.
-bool append_releases(const std::vector<Incr>& releases, std::vector<std::string>& keys,
+// its field and minus the amount.
+void append_releases(const std::vector<Reservation>& releases, std::vector<std::string>& keys,
                      std::vector<std::string>& args) {
     std::size_t n = 0;
-    for (const Incr& in : releases) n += in.delta > 0 ? 1 : 0;
+    for (const Reservation& r : releases) n += r.delta > 0 ? 1 : 0;
     args.push_back(std::to_string(n));
-    std::string hash, field;
-    for (const Incr& in : releases) {
-        if (in.delta <= 0) continue;
-        if (!reserved_hash_field(in.key, hash, field)) return false;
-        keys.push_back(hash);
-        args.push_back(field);
-        args.push_back(std::to_string(-in.delta));
+    for (const Reservation& r : releases) {
+        if (r.delta <= 0) continue;
+        keys.push_back(r.record);
+        args.emplace_back();
+        assign_reserved_field(args.back(), r.measure == Measure::Tokens, r.slot);
+        args.push_back(std::to_string(-r.delta));
     }
-    return true;
 }
 
 std::string sha1_hex(const std::string& s) {
@@ -392,7 +381,8 @@ std::vector<std::string> account_command(const std::vector<Incr>& incrs, bool by
 
 std::vector<std::string> account_command_bounded(const std::vector<Incr>& plain, const std::vector<BoundedIncrs>& groups,
                                                  std::int64_t max_ids, std::int64_t ids_ttl, const std::string& op_key,
-                                                 std::int64_t op_ttl, bool by_sha, const std::vector<Incr>& releases) {
+                                                 std::int64_t op_ttl, bool by_sha,
+                                                 const std::vector<Reservation>& releases) {
     std::vector<std::string> cmd;
     try {
         std::size_t nkeys = 2 + plain.size() + releases.size(), nargs = 7 + 2 * plain.size() + 2 * releases.size();
@@ -427,8 +417,9 @@ std::vector<std::string> account_command_bounded(const std::vector<Incr>& plain,
             }
             keys.insert(keys.end(), g.overflow_keys.begin(), g.overflow_keys.end());
         }
-        const bool releasing = std::any_of(releases.begin(), releases.end(), [](const Incr& in) { return in.delta > 0; });
-        if (releasing && !append_releases(releases, keys, args)) return {};
+        const bool releasing =
+            std::any_of(releases.begin(), releases.end(), [](const Reservation& r) { return r.delta > 0; });
+        if (releasing) append_releases(releases, keys, args);
         cmd = script_command(by_sha, by_sha ? account_script_sha1() : std::string(), account_script_source(), keys,
                              args);
     } catch (...) {
@@ -439,13 +430,14 @@ std::vector<std::string> account_command_bounded(const std::vector<Incr>& plain,
 
 std::vector<std::string> admit_command_op(const AdmissionPlan& plan, const std::string& op_key, std::int64_t op_ttl,
                                           bool by_sha) {
-    std::vector<std::string> cmd = admit_command(plan, by_sha);
+    std::vector<std::string> cmd;
     try {
-        if (cmd.size() < 3) return {};
-        const std::size_t nkeys = std::stoul(cmd[2]);
-        cmd[2] = std::to_string(nkeys + 1);
-        cmd.insert(cmd.begin() + 3 + static_cast<std::ptrdiff_t>(nkeys), op_key);
-        cmd.push_back(std::to_string(op_ttl));
+        std::vector<std::string> keys;
+        std::vector<std::string> args = admit_script_args(plan, keys);
+        if (args.empty()) return cmd;
+        keys.push_back(op_key);
+        args.push_back(std::to_string(op_ttl));
+        cmd = script_command(by_sha, by_sha ? admit_script_sha1() : std::string(), admit_script_source(), keys, args);
     } catch (...) {
         cmd.clear();
     }
@@ -463,21 +455,17 @@ std::vector<std::string> cancel_admit_command(const AdmissionPlan& plan, const s
     std::vector<std::string> args{std::to_string(op_ttl), "adm"};
     try {
         // The counters, then the reservations (in their scope's hash).
-        const std::vector<bool> reserving = reserving_admits(plan);
-        std::size_t nadmit = 0;
-        for (std::size_t i = 0; i < plan.admit.size(); ++i) nadmit += reserving[i] ? 0 : 1;
-        args.push_back(std::to_string(nadmit));
-        for (std::size_t i = 0; i < plan.admit.size(); ++i) {
-            if (reserving[i]) continue;
-            keys.push_back(plan.admit[i].key);
-            args.push_back(std::to_string(plan.admit[i].delta));
+        args.push_back(std::to_string(plan.admit.size()));
+        for (const Incr& in : plan.admit) {
+            keys.push_back(in.key);
+            args.push_back(std::to_string(in.delta));
         }
         args.push_back(std::to_string(plan.reject.size()));
         for (const Incr& in : plan.reject) {
             keys.push_back(in.key);
             args.push_back(std::to_string(in.delta));
         }
-        if (!append_releases(reservation_releases(plan), keys, args)) return {};
+        append_releases(plan.reserve, keys, args);
         return script_command(false, std::string(), cancel_script_source(), keys, args);
     } catch (...) {
         return {};
@@ -526,38 +514,33 @@ std::vector<std::string> admit_script_args(const AdmissionPlan& plan, std::vecto
     std::vector<std::string> args;
     keys.clear();
     try {
-        std::string hash, field;
+        std::size_t nkeys = plan.admit.size() + plan.reject.size() + plan.reserve.size() + 1;
+        for (const Check& c : plan.checks) nkeys += c.keys.size() + 1;
+        keys.reserve(nkeys);
+        args.reserve(4 + 4 * plan.checks.size() + 2 * (plan.admit.size() + plan.reject.size()) + 3 * plan.reserve.size() + 1);
         args.push_back(std::to_string(plan.checks.size()));
         for (const Check& c : plan.checks) {
             // A reserving check's reserved counters are its scope's hash (one
             // more key), and its reservation argument the field of its
             // oldest live slot.
-            if (c.reserves && c.reserved_scope.empty()) throw std::invalid_argument("a reserving check without its scope");
+            if (c.reserves && c.reserved_record.empty()) throw std::invalid_argument("a reserving check without its scope");
             args.push_back(std::to_string(c.keys.size() + (c.reserves ? 1 : 0)));
             args.push_back(std::to_string(c.limit));
             args.push_back(c.add > 0 ? std::to_string(c.add) : std::string("0"));
             keys.insert(keys.end(), c.keys.begin(), c.keys.end());
             if (c.reserves) {
-                assign_reserved_field(field, c.measure == Measure::Tokens, c.reserved_oldest);
-                args.push_back(field);
-                keys.emplace_back();
-                assign_reserved_record_key(keys.back(), c.reserved_scope);
+                args.emplace_back();
+                assign_reserved_field(args.back(), c.measure == Measure::Tokens, c.reserved_oldest);
+                keys.push_back(c.reserved_record);
             } else {
                 args.push_back("0");
             }
         }
-        // The reservation increments go in their own section (written only
-        // when admitted, cheaper than the counters' saturating bump), and
-        // only those that reserve something.
-        const std::vector<bool> reserving = reserving_admits(plan);
-        std::size_t nadmit = 0;
-        for (std::size_t i = 0; i < plan.admit.size(); ++i) nadmit += reserving[i] ? 0 : 1;
-        args.push_back(std::to_string(nadmit));
-        for (std::size_t i = 0; i < plan.admit.size(); ++i) {
-            if (reserving[i]) continue;
-            args.push_back(std::to_string(plan.admit[i].delta));
-            args.push_back(std::to_string(plan.admit[i].ttl));
-            keys.push_back(plan.admit[i].key);
+        args.push_back(std::to_string(plan.admit.size()));
+        for (const Incr& in : plan.admit) {
+            args.push_back(std::to_string(in.delta));
+            args.push_back(std::to_string(in.ttl));
+            keys.push_back(in.key);
         }
         args.push_back(std::to_string(plan.reject.size()));
         for (const Incr& in : plan.reject) {
@@ -565,16 +548,19 @@ std::vector<std::string> admit_script_args(const AdmissionPlan& plan, std::vecto
             args.push_back(std::to_string(in.ttl));
             keys.push_back(in.key);
         }
+        // The reservations go in their own section (written only when
+        // admitted, cheaper than the counters' saturating bump), and only
+        // those that reserve something.
         std::size_t nres = 0;
-        for (std::size_t i = 0; i < plan.admit.size(); ++i) nres += reserving[i] && plan.admit[i].delta > 0 ? 1 : 0;
+        for (const Reservation& r : plan.reserve) nres += r.delta > 0 ? 1 : 0;
         args.push_back(std::to_string(nres));
-        for (std::size_t i = 0; i < plan.admit.size(); ++i) {
-            if (!reserving[i] || plan.admit[i].delta <= 0) continue;
-            if (!reserved_hash_field(plan.admit[i].key, hash, field)) throw std::invalid_argument("not a reserved key");
-            keys.push_back(hash);
-            args.push_back(field);
-            args.push_back(std::to_string(plan.admit[i].delta));
-            args.push_back(std::to_string(plan.admit[i].ttl));
+        for (const Reservation& r : plan.reserve) {
+            if (r.delta <= 0) continue;
+            keys.push_back(r.record);
+            args.emplace_back();
+            assign_reserved_field(args.back(), r.measure == Measure::Tokens, r.slot);
+            args.push_back(std::to_string(r.delta));
+            args.push_back(std::to_string(r.ttl));
         }
     } catch (...) {
         keys.clear();

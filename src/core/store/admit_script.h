@@ -41,8 +41,8 @@
 //          of that measure from that slot on),
 //          then nadmit, then per admit increment: delta, ttl,
 //          then nreject, then per reject increment: delta, ttl,
-//          then nreserve, then per reservation (the admit increments of
-//          plan.reserve with a delta above 0): field, delta, ttl.
+//          then nreserve, then per reservation (those of plan.reserve
+//          with a delta above 0): field, delta, ttl.
 //   All numbers are decimal int64 text.
 // Reply: {0, used...} admitted; {1, i, used...} rejected by check i,
 // 0-based (the index in plan.checks, = AdmissionResult::check_index); used:
@@ -136,7 +136,7 @@ struct BoundedIncrs {
 std::vector<std::string> account_command_bounded(const std::vector<Incr>& plain, const std::vector<BoundedIncrs>& groups,
                                                  std::int64_t max_ids, std::int64_t ids_ttl, const std::string& op_key,
                                                  std::int64_t op_ttl, bool by_sha = true,
-                                                 const std::vector<Incr>& releases = {});
+                                                 const std::vector<Reservation>& releases = {});
 
 // ---- Ops and cancels ----
 // A call whose reply never came (time-out, connection lost) may still run

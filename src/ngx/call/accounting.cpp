@@ -84,8 +84,8 @@ std::string provmodel_of(const RequestCtx& ctx, const Call& c) {
 Tally tally_of(const RequestCtx& ctx) { return ctx.route != nullptr ? ctx.route->tally : Tally::Tokens; }
 
 void apply(CounterStore* store, const std::vector<ScopeDelta>& deltas, std::time_t now,
-           const std::vector<Incr>& releases = {}) {
-    store->settle(deltas, releases, now, [](const StoreReply& rep) {
+           std::vector<Reservation> releases = {}) {
+    store->settle(deltas, std::move(releases), now, [](const StoreReply& rep) {
         if (rep.status != StoreStatus::Ok) {
             ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0, "llm_gateway: accounting dropped: %s", log_text(rep.error).c_str());
         }

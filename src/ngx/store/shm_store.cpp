@@ -166,8 +166,9 @@ public:
 
     std::int64_t get(const std::string& key) override {
         ReservedKey rk;
-        if (parse_reserved(key, rk)) {
-            const std::int64_t* v = ring_position(rk, false, 0);
+        if (parse_reserved(key, rk)) {   // the admin's usage read
+            assign_reserved_record_key(ring_key_, rk.scope);
+            const std::int64_t* v = ring_position(ring_key_, rk.slot, false, 0);
             return v != nullptr ? v[2 + rk.which] : 0;
         }
         Slot slot = entry_key(key, ekey_);
@@ -177,8 +178,7 @@ public:
 
     // A check's live reserved slots, from the scope's one ring entry.
     std::int64_t reserved(const Check& c) override {
-        assign_reserved_record_key(ring_key_, c.reserved_scope);
-        Entry* e = find(ring_key_);
+        Entry* e = find(c.reserved_record);
         if (e == nullptr || e->expires <= now_) return 0;
         const std::size_t which = c.measure == Measure::Tokens ? 0 : 1;
         std::int64_t sum = 0;
@@ -189,14 +189,15 @@ public:
         return sum;
     }
 
+    bool reserve(const Reservation& r) override {
+        std::int64_t* v = ring_position(r.record, r.slot, true, r.ttl);
+        if (v == nullptr) return false;
+        const int which = r.measure == Measure::Tokens ? 0 : 1;
+        v[2 + which] = saturating_add(v[2 + which], r.delta);
+        return true;
+    }
+
     bool incr(const std::string& key, std::int64_t delta, std::int64_t ttl) override {
-        ReservedKey rk;
-        if (parse_reserved(key, rk)) {
-            std::int64_t* v = ring_position(rk, true, ttl);
-            if (v == nullptr) return false;
-            v[2 + rk.which] = saturating_add(v[2 + rk.which], delta);
-            return true;
-        }
         Slot slot = entry_key(key, ekey_);
         Entry* e = find_or_create(ekey_, ttl);
         if (e == nullptr) return false;
@@ -205,11 +206,10 @@ public:
     }
 
     // Takes amount from a reserved counter that still exists, never below 0.
-    void release(const std::string& key, std::int64_t amount) {
-        ReservedKey rk;
-        if (!parse_reserved(key, rk)) return;
-        std::int64_t* v = ring_position(rk, false, 0);
-        if (v != nullptr) v[2 + rk.which] = v[2 + rk.which] > amount ? v[2 + rk.which] - amount : 0;
+    void release(const Reservation& r) {
+        std::int64_t* v = ring_position(r.record, r.slot, false, 0);
+        const int which = r.measure == Measure::Tokens ? 0 : 1;
+        if (v != nullptr) v[2 + which] = v[2 + which] > r.delta ? v[2 + which] - r.delta : 0;
     }
 
     // A ring entry's position for a slot, and whether it holds that slot,
@@ -223,15 +223,14 @@ public:
     // Reading (create false): null when the slot holds nothing live. With
     // create, a position last used by another slot (or expired) starts
     // afresh with the slot's TTL, as a new key would.
-    std::int64_t* ring_position(const ReservedKey& rk, bool create, std::int64_t ttl) {
-        assign_reserved_record_key(ring_key_, rk.scope);
-        Entry* e = create ? find_or_create(ring_key_, ttl, false, kRingValues) : find(ring_key_);
+    std::int64_t* ring_position(const std::string& record, std::int64_t slot, bool create, std::int64_t ttl) {
+        Entry* e = create ? find_or_create(record, ttl, false, kRingValues) : find(record);
         if (e == nullptr || e->expires <= now_) return nullptr;
-        std::int64_t* v = ring_slot(e, rk.slot);
-        const bool live = slot_live(v, rk.slot);
+        std::int64_t* v = ring_slot(e, slot);
+        const bool live = slot_live(v, slot);
         if (!create) return live ? v : nullptr;
         if (!live) {
-            v[0] = rk.slot;
+            v[0] = slot;
             v[1] = now_ + std::min(ttl, kMaxTtl);
             v[2] = v[3] = 0;
         }
@@ -403,13 +402,13 @@ public:
     const char* name() const override { return "shm"; }
     bool in_process_ttls() const override { return true; }
 
-    void settle(const std::vector<ScopeDelta>& deltas, const std::vector<Incr>& releases, std::time_t,
+    void settle(const std::vector<ScopeDelta>& deltas, std::vector<Reservation> releases, std::time_t,
                 WriteDone done) override {
         bool ok, overflowed;
         {
             Locked lock(z_->shpool);
             ZoneTxn txn(z_, ngx_time());
-            for (const Incr& r : releases) txn.release(r.key, r.delta);
+            for (const Reservation& r : releases) txn.release(r);
             ok = txn.apply(deltas);
             overflowed = txn.overflowed();
         }

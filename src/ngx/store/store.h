@@ -48,7 +48,7 @@ public:
     // The same, releasing the request's reservation in the same operation:
     // each release takes its delta from its counter while that exists
     // (never below 0), core/metering/reservation.h.
-    virtual void settle(const std::vector<ScopeDelta>& deltas, const std::vector<Incr>& releases, std::time_t now,
+    virtual void settle(const std::vector<ScopeDelta>& deltas, std::vector<Reservation> releases, std::time_t now,
                         WriteDone done) = 0;
     virtual bool in_process_ttls() const = 0;
 
