@@ -40,7 +40,7 @@ struct UsersPoll {
 struct PlanCache {
     struct Cached {
         std::time_t second = 0;
-        AdmissionPlan plan;
+        std::shared_ptr<const AdmissionPlan> plan;
     };
     const Directory* dir = nullptr;   // the directory the users belong to
     std::unordered_map<const UserConf*, Cached> plans[2];   // [admin traffic]

@@ -161,7 +161,7 @@ bool same_incrs(const std::vector<Incr>& a, const std::vector<Incr>& b) {
 TEST(AdmitScript, ArgsRoundTrip) {
     const AdmissionPlan p = sample_plan();
     std::vector<std::string> keys = {"stale"};
-    const std::vector<std::string> args = admit_script_args(p, keys);
+    const std::vector<std::string> args = admit_script_args(p, {}, keys);
     EXPECT_EQ(keys, (std::vector<std::string>{"k:req:min", "k:tokin:day", "k:tokout:day", "k:req:min", "k:req:day",
                                               "k:cost", "k:rej:day"}));
     EXPECT_EQ(args, (std::vector<std::string>{"3", "1", "50", "1", "0", "2", "9223372036854775807", "0", "0", "0", "1",
@@ -190,7 +190,7 @@ TEST(AdmitScript, ArgsOfARealPlan) {
     const std::vector<Scope> scopes = {{"user", "alice", &user}, {"group", "eng", &group}, {"total", "", nullptr}};
     const AdmissionPlan p = build_admission_plan(scopes, kNow, false);
     std::vector<std::string> keys;
-    const std::vector<std::string> args = admit_script_args(p, keys);
+    const std::vector<std::string> args = admit_script_args(p, {}, keys);
     Decoded d;
     ASSERT_TRUE(decode_args(keys, args, d));
     ASSERT_EQ(d.checks.size(), 4u);
@@ -210,7 +210,7 @@ TEST(AdmitScript, ArgsOfARealPlan) {
     EXPECT_EQ(cmd[2], std::to_string(keys.size()));
     EXPECT_EQ(std::vector<std::string>(cmd.begin() + 3, cmd.begin() + 3 + static_cast<long>(keys.size())), keys);
     EXPECT_EQ(std::vector<std::string>(cmd.begin() + 3 + static_cast<long>(keys.size()), cmd.end()), args);
-    const std::vector<std::string> eval = admit_command(p, false);
+    const std::vector<std::string> eval = admit_command(p, {}, false);
     EXPECT_EQ(eval[0], "EVAL");
     EXPECT_EQ(eval[1], admit_script_source());
     EXPECT_EQ(std::vector<std::string>(eval.begin() + 2, eval.end()), std::vector<std::string>(cmd.begin() + 2, cmd.end()));
@@ -219,7 +219,7 @@ TEST(AdmitScript, ArgsOfARealPlan) {
 TEST(AdmitScript, EmptyPlan) {
     AdmissionPlan p;
     std::vector<std::string> keys;
-    EXPECT_EQ(admit_script_args(p, keys), (std::vector<std::string>{"0", "0", "0", "0"}));
+    EXPECT_EQ(admit_script_args(p, {}, keys), (std::vector<std::string>{"0", "0", "0", "0"}));
     EXPECT_TRUE(keys.empty());
     EXPECT_EQ(admit_command(p), (std::vector<std::string>{"EVALSHA", admit_script_sha1(), "0", "0", "0", "0", "0"}));
 }
@@ -469,20 +469,21 @@ protected:
     }
 
     // EVALSHA, falling back to EVAL on NOSCRIPT, as the module does.
-    bool admit(const AdmissionPlan& plan, AdmissionResult& r, std::string& err, bool* used_eval = nullptr) {
-        RespValue v = c_.call(admit_command(plan, true));
+    bool admit(const AdmissionPlan& plan, AdmissionResult& r, std::string& err, bool* used_eval = nullptr,
+               const ReserveAmounts& amounts = {}) {
+        RespValue v = c_.call(admit_command(plan, amounts, true));
         if (used_eval) *used_eval = false;
         if (is_noscript_error(v)) {
             if (used_eval) *used_eval = true;
-            v = c_.call(admit_command(plan, false));
+            v = c_.call(admit_command(plan, amounts, false));
         }
         return decode_admit_reply(v, plan, r, err);
     }
 
-    AdmissionResult admit_ok(const AdmissionPlan& plan) {
+    AdmissionResult admit_ok(const AdmissionPlan& plan, const ReserveAmounts& amounts = {}) {
         AdmissionResult r;
         std::string err;
-        EXPECT_TRUE(admit(plan, r, err)) << err;
+        EXPECT_TRUE(admit(plan, r, err, nullptr, amounts)) << err;
         return r;
     }
 
@@ -704,7 +705,7 @@ TEST_F(AdmitScriptRedis, NoscriptFallsBackToEval) {
     ASSERT_EQ(c_.call({"SCRIPT", "FLUSH"}).type, T::Status);
     AdmissionPlan p;
     p.admit = {{"n:a", 1, 100}};
-    const RespValue v = c_.call(admit_command(p, true));
+    const RespValue v = c_.call(admit_command(p, {}, true));
     EXPECT_TRUE(is_noscript_error(v)) << v.str;
     AdmissionResult r;
     std::string err;
@@ -878,10 +879,11 @@ TEST_F(AdmitScriptRedis, CancelBeforeTheOpRunsLeavesATombstone) {
     Limits user;
     const std::vector<Scope> scopes = {{"user", "alice", &user}, {"total", "", nullptr}};
     const AdmissionPlan plan = build_admission_plan(scopes, kNow, false);
-    RespValue c = c_.call(cancel_admit_command(plan, "op:1", 3600));
+    const ReserveAmounts amounts;   // check mode
+    RespValue c = c_.call(cancel_admit_command(plan, amounts, "op:1", 3600));
     ASSERT_EQ(c.type, T::Integer) << c.str;
     EXPECT_EQ(c.integer, 0);
-    RespValue v = c_.call(admit_command_op(plan, "op:1", 3600, false));   // the late call
+    RespValue v = c_.call(admit_command_op(plan, amounts, "op:1", 3600, false));   // the late call
     ASSERT_EQ(v.type, T::Array) << v.str;
     ASSERT_EQ(v.elements.size(), 1u);
     EXPECT_EQ(v.elements[0].integer, 2);
@@ -894,21 +896,22 @@ TEST_F(AdmitScriptRedis, CancelAfterTheOpRanUndoesIt) {
     user.requests_per_minute = 1;
     const std::vector<Scope> scopes = {{"user", "alice", &user}, {"total", "", nullptr}};
     const AdmissionPlan plan = build_admission_plan(scopes, kNow, false);
-    RespValue v = c_.call(admit_command_op(plan, "op:a", 3600, false));
+    const ReserveAmounts amounts;   // check mode
+    RespValue v = c_.call(admit_command_op(plan, amounts, "op:a", 3600, false));
     ASSERT_EQ(v.type, T::Array) << v.str;
     EXPECT_EQ(v.elements[0].integer, 0);                                   // admitted
-    v = c_.call(admit_command_op(plan, "op:r", 3600, false));
+    v = c_.call(admit_command_op(plan, amounts, "op:r", 3600, false));
     ASSERT_EQ(v.type, T::Array) << v.str;
     EXPECT_EQ(v.elements[0].integer, 1);                                   // rejected
     for (const Incr& in : plan.admit) EXPECT_EQ(get(in.key), 1) << in.key;
     for (const Incr& in : plan.reject) EXPECT_EQ(get(in.key), 1) << in.key;
-    EXPECT_EQ(c_.call(cancel_admit_command(plan, "op:a", 3600)).integer, 1);
-    EXPECT_EQ(c_.call(cancel_admit_command(plan, "op:r", 3600)).integer, 1);
+    EXPECT_EQ(c_.call(cancel_admit_command(plan, amounts, "op:a", 3600)).integer, 1);
+    EXPECT_EQ(c_.call(cancel_admit_command(plan, amounts, "op:r", 3600)).integer, 1);
     for (const Incr& in : plan.admit) EXPECT_EQ(get(in.key), 0) << in.key;
     for (const Incr& in : plan.reject) EXPECT_EQ(get(in.key), 0) << in.key;
-    EXPECT_EQ(c_.call(cancel_admit_command(plan, "op:a", 3600)).integer, 0);   // idempotent
+    EXPECT_EQ(c_.call(cancel_admit_command(plan, amounts, "op:a", 3600)).integer, 0);   // idempotent
     for (const Incr& in : plan.admit) EXPECT_EQ(get(in.key), 0) << in.key;
-    v = c_.call(admit_command_op(plan, "op:a", 3600, false));              // never runs twice
+    v = c_.call(admit_command_op(plan, amounts, "op:a", 3600, false));              // never runs twice
     EXPECT_EQ(v.elements[0].integer, 2);
     for (const Incr& in : plan.admit) EXPECT_EQ(get(in.key), 0) << in.key;
 }
@@ -970,11 +973,11 @@ TEST_F(AdmitScriptRedis, ReservationsHoldAndSettle) {
     user.tokens_per_day = 1000;
     const std::vector<Scope> scopes = {{"user", "alice", &user}, {"total", "all", nullptr}};
     AdmissionPlan plan = build_admission_plan(scopes, kNow, false, 600);
-    set_reservation(plan, ReserveAmounts{300, 0});
+    const ReserveAmounts amounts{300, 0};
     int admitted = 0;
-    for (int i = 0; i < 5; ++i) admitted += admit_ok(plan).admitted ? 1 : 0;
+    for (int i = 0; i < 5; ++i) admitted += admit_ok(plan, amounts).admitted ? 1 : 0;
     EXPECT_EQ(admitted, 3);                                    // 3 * 300 <= 1000 < 4 * 300
-    const std::vector<Reservation> rel = reservation_releases(plan);
+    const std::vector<Reservation> rel = reservation_releases(plan, amounts);
     ASSERT_EQ(rel.size(), 1u);
     const std::string hash = hash_of(slot_key(rel[0]));
     EXPECT_EQ(hash, "llmgw:user:alice:rsv");
@@ -989,7 +992,7 @@ TEST_F(AdmitScriptRedis, ReservationsHoldAndSettle) {
     ASSERT_EQ(v.type, T::Integer) << v.str;
     EXPECT_EQ(rget(slot_key(rel[0])), 600);
     EXPECT_EQ(get(key("user", "alice", "tokin", Window::Day)), 80);
-    AdmissionResult r = admit_ok(plan);                        // 100 + 600 + 300 <= 1000
+    AdmissionResult r = admit_ok(plan, amounts);               // 100 + 600 + 300 <= 1000
     EXPECT_TRUE(r.admitted);
     EXPECT_EQ(r.used[0], 700);
     // The rest settle with no usage: the field stays at 0, the hash keeps
@@ -998,7 +1001,7 @@ TEST_F(AdmitScriptRedis, ReservationsHoldAndSettle) {
     EXPECT_TRUE(rexists(slot_key(rel[0])));
     EXPECT_EQ(rget(slot_key(rel[0])), 0);
     c_.call({"EXPIRE", hash, "5000"});
-    EXPECT_TRUE(admit_ok(plan).admitted);
+    EXPECT_TRUE(admit_ok(plan, amounts).admitted);
     EXPECT_EQ(rget(slot_key(rel[0])), 300);
     EXPECT_GT(ttl(hash), 4000);
     EXPECT_LE(ttl(hash), 5000);
@@ -1031,8 +1034,8 @@ TEST_F(AdmitScriptRedis, ReservedFieldsOfLapsedSlotsAreDeleted) {
     reserved_hash_field(cost_live, h, f_cost);
     c_.call({"HSET", hash, f_live, "400", f_lapsed, "500", f_cost, "950"});
     c_.call({"EXPIRE", hash, "100"});
-    set_reservation(plan, ReserveAmounts{100, 40});
-    AdmissionResult r = admit_ok(plan);
+    ReserveAmounts amounts{100, 40};
+    AdmissionResult r = admit_ok(plan, amounts);
     ASSERT_EQ(r.used.size(), 2u);
     EXPECT_TRUE(r.admitted);                                   // 950 + 40 <= 1000; 400 + 100 <= 1000
     EXPECT_EQ(r.used[0], 400);                                 // the lapsed 500 not counted
@@ -1042,8 +1045,8 @@ TEST_F(AdmitScriptRedis, ReservedFieldsOfLapsedSlotsAreDeleted) {
     EXPECT_EQ(rget(reserved_key("user", "bob", Measure::Cost, slot)), 40);
     EXPECT_EQ(c_.call({"HLEN", hash}).integer, 4);
     EXPECT_GT(ttl(hash), 590);                                 // moved on to the new slot's
-    set_reservation(plan, ReserveAmounts{100, 20});
-    r = admit_ok(plan);
+    amounts = ReserveAmounts{100, 20};
+    r = admit_ok(plan, amounts);
     EXPECT_FALSE(r.admitted);                                  // 950 + 40 + 20 > 1000
     EXPECT_EQ(r.check_index, 1);
     // A release of the lapsed field: not brought back; the others stay.
@@ -1055,7 +1058,7 @@ TEST_F(AdmitScriptRedis, ReservedFieldsOfLapsedSlotsAreDeleted) {
     EXPECT_EQ(rget(reserved_key("user", "bob", Measure::Tokens, slot)), 100);
     // A field that is not a number is an error, not a zero.
     c_.call({"HSET", hash, f_live, "lots"});
-    v = c_.call(admit_command(plan, false));
+    v = c_.call(admit_command(plan, amounts, false));
     EXPECT_EQ(v.type, T::Error);
     EXPECT_NE(v.str.find("not an integer"), std::string::npos) << v.str;
 }
@@ -1067,26 +1070,26 @@ TEST_F(AdmitScriptRedis, AReservationIsCancelledWithItsAdmission) {
     user.cost_per_day_micros = 10000;
     const std::vector<Scope> scopes = {{"user", "alice", &user}};
     AdmissionPlan plan = build_admission_plan(scopes, kNow, false, 600);
-    set_reservation(plan, ReserveAmounts{0, 700});
-    const std::string rk = slot_key(reservation_releases(plan).at(0));
+    const ReserveAmounts amounts{0, 700};
+    const std::string rk = slot_key(reservation_releases(plan, amounts).at(0));
     const std::string hash = hash_of(rk);
-    RespValue v = c_.call(admit_command_op(plan, "op:res", 3600, false));
+    RespValue v = c_.call(admit_command_op(plan, amounts, "op:res", 3600, false));
     ASSERT_EQ(v.type, T::Array) << v.str;
     EXPECT_EQ(v.elements[0].integer, 0);
     EXPECT_EQ(rget(rk), 700);
     const long long t1 = ttl(hash);
     EXPECT_GT(t1, 600);
     c_.call({"EXPIRE", hash, "5000"});               // a second reservation must not reset it
-    v = c_.call(admit_command_op(plan, "op:res2", 3600, false));
+    v = c_.call(admit_command_op(plan, amounts, "op:res2", 3600, false));
     ASSERT_EQ(v.type, T::Array) << v.str;
     EXPECT_EQ(rget(rk), 1400);
     EXPECT_GT(ttl(hash), 4000);
-    EXPECT_EQ(c_.call(cancel_admit_command(plan, "op:res2", 3600)).integer, 1);
+    EXPECT_EQ(c_.call(cancel_admit_command(plan, amounts, "op:res2", 3600)).integer, 1);
     EXPECT_EQ(rget(rk), 700);
     EXPECT_EQ(get(key("user", "alice", "req", Window::Day)), 1);
     // A cancel after the hash expired does not bring it back.
     c_.call({"DEL", hash});
-    EXPECT_EQ(c_.call(cancel_admit_command(plan, "op:res", 3600)).integer, 1);
+    EXPECT_EQ(c_.call(cancel_admit_command(plan, amounts, "op:res", 3600)).integer, 1);
     EXPECT_EQ(c_.call({"EXISTS", hash}).integer, 0);
     EXPECT_EQ(get(key("user", "alice", "req", Window::Day)), 0);
 }

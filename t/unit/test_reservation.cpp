@@ -77,13 +77,14 @@ TEST(Reservation, ThePlanSumsReservedCountersAndReservesPerScope) {
     EXPECT_EQ(slot_key(plan.reserve[0]), reserved_key("user", "alice", Measure::Tokens, reserve_slot(kNow, 600)));
     EXPECT_EQ(slot_key(plan.reserve[1]), reserved_key("group", "eng", Measure::Cost, reserve_slot(kNow, 600)));
     EXPECT_EQ(plan.reserve[0].ttl, reserve_key_ttl(kNow, 600));
-    EXPECT_TRUE(reservation_releases(plan).empty());        // nothing set yet
-    set_reservation(plan, ReserveAmounts{250, 1500});
-    EXPECT_EQ(plan.checks[0].add, 1);
-    EXPECT_EQ(plan.checks[1].add, 250);
-    EXPECT_EQ(plan.checks[2].add, 250);
-    EXPECT_EQ(plan.checks[3].add, 1500);
-    const std::vector<Reservation> rel = reservation_releases(plan);
+    EXPECT_TRUE(reservation_releases(plan, {}).empty());    // a request that reserves nothing
+    const ReserveAmounts amounts{250, 1500};
+    EXPECT_EQ(check_add(plan.checks[0], amounts), 1);
+    EXPECT_EQ(check_add(plan.checks[1], amounts), 250);
+    EXPECT_EQ(check_add(plan.checks[2], amounts), 250);
+    EXPECT_EQ(check_add(plan.checks[3], amounts), 1500);
+    EXPECT_EQ(plan.checks[1].add, 0);                       // the plan itself does not change
+    const std::vector<Reservation> rel = reservation_releases(plan, amounts);
     ASSERT_EQ(rel.size(), 2u);
     EXPECT_EQ(rel[0].delta, 250);
     EXPECT_EQ(rel[1].delta, 1500);
@@ -102,27 +103,27 @@ TEST(Reservation, ConcurrentAdmissionsNeverOvercommit) {
     Limits u, none;
     u.cost_per_day_micros = 10000;
     AdmissionPlan plan = build_admission_plan(scopes(u, none), kNow, true, 600);
-    set_reservation(plan, ReserveAmounts{100, 1000});
+    const ReserveAmounts amounts{100, 1000};
     Kv kv;
     int admitted = 0;
     for (int i = 0; i < 40; ++i) {
         AdmissionResult r;
-        ASSERT_TRUE(execute_admission(kv, plan, r));
+        ASSERT_TRUE(execute_admission(kv, plan, r, amounts));
         if (r.admitted) ++admitted;
     }
     EXPECT_EQ(admitted, 10);
-    const std::vector<Reservation> rel = reservation_releases(plan);
+    const std::vector<Reservation> rel = reservation_releases(plan, amounts);
     ASSERT_EQ(rel.size(), 1u);
     EXPECT_EQ(kv.m[slot_key(rel[0])], 10000);
     // One settles at 400 of its 1000.
     kv.release(rel);
     kv.m[counter_key("user", "alice", "cost", Window::Day, bucket(Window::Day, kNow))] += 400;
     AdmissionResult r;
-    ASSERT_TRUE(execute_admission(kv, plan, r));
+    ASSERT_TRUE(execute_admission(kv, plan, r, amounts));
     EXPECT_FALSE(r.admitted);                               // 400 spent + 9000 held + 1000 > 10000
     EXPECT_EQ(r.used[0], 9400);
     kv.release(rel);                                        // another ends with no usage
-    ASSERT_TRUE(execute_admission(kv, plan, r));
+    ASSERT_TRUE(execute_admission(kv, plan, r, amounts));
     EXPECT_TRUE(r.admitted);                                // 400 + 8000 + 1000 <= 10000
 }
 
@@ -130,17 +131,16 @@ TEST(Reservation, AReservationOutOfItsSlotsIsNoLongerCounted) {
     Limits u, none;
     u.tokens_per_day = 1000;
     AdmissionPlan plan = build_admission_plan(scopes(u, none), kNow, true, 8);
-    set_reservation(plan, ReserveAmounts{1000, 0});
+    const ReserveAmounts amounts{1000, 0};
     Kv kv;
     AdmissionResult r;
-    ASSERT_TRUE(execute_admission(kv, plan, r));
+    ASSERT_TRUE(execute_admission(kv, plan, r, amounts));
     EXPECT_TRUE(r.admitted);
-    ASSERT_TRUE(execute_admission(kv, plan, r));
+    ASSERT_TRUE(execute_admission(kv, plan, r, amounts));
     EXPECT_FALSE(r.admitted);                               // held
     // Past the reservation's life (ttl + one slot), its slot is not summed.
     AdmissionPlan later = build_admission_plan(scopes(u, none), kNow + 8 + 2, true, 8);
-    set_reservation(later, ReserveAmounts{1000, 0});
-    ASSERT_TRUE(execute_admission(kv, later, r));
+    ASSERT_TRUE(execute_admission(kv, later, r, amounts));
     EXPECT_TRUE(r.admitted);
 }
 
@@ -152,9 +152,10 @@ TEST(Reservation, EstimatesAndAmounts) {
     Limits u, none;
     u.tokens_per_day = 10;
     AdmissionPlan plan = build_admission_plan(scopes(u, none), kNow, true, 600);
-    set_reservation(plan, ReserveAmounts{-5, -1});          // never negative
-    EXPECT_EQ(plan.checks[0].add, 0);
-    EXPECT_TRUE(reservation_releases(plan).empty());
+    const ReserveAmounts negative{-5, -1};                  // never below 0
+    EXPECT_EQ(check_add(plan.checks[0], negative), 0);
+    EXPECT_EQ(reserve_amount(negative, Measure::Cost), 0);
+    EXPECT_TRUE(reservation_releases(plan, negative).empty());
 }
 
 TEST(Reservation, MaxOutputOfARequest) {

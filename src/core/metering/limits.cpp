@@ -297,11 +297,20 @@ std::int64_t KvTxn::reserved(const Check& c) {
     return sum >= INT64_MAX ? INT64_MAX : sum <= INT64_MIN ? INT64_MIN : static_cast<std::int64_t>(sum);
 }
 
-bool KvTxn::reserve(const Reservation& r) {
-    return incr(reserved_key_in(reserved_record_scope(r.record), r.measure == Measure::Tokens, r.slot), r.delta, r.ttl);
+bool KvTxn::reserve(const Reservation& r, std::int64_t amount) {
+    return incr(reserved_key_in(reserved_record_scope(r.record), r.measure == Measure::Tokens, r.slot), amount, r.ttl);
 }
 
-bool execute_admission(KvTxn& kv, const AdmissionPlan& plan, AdmissionResult& result) {
+std::int64_t reserve_amount(const ReserveAmounts& a, Measure m) {
+    const std::int64_t v = m == Measure::Tokens ? a.tokens : m == Measure::Cost ? a.cost_micros : 0;
+    return v < 0 ? 0 : v;
+}
+
+std::int64_t check_add(const Check& c, const ReserveAmounts& a) {
+    return c.reserves ? reserve_amount(a, c.measure) : c.add;
+}
+
+bool execute_admission(KvTxn& kv, const AdmissionPlan& plan, AdmissionResult& result, const ReserveAmounts& amounts) {
     AdmissionResult r;
     r.used.reserve(plan.checks.size());
     // Every check is summed (what the remaining-allowance headers report);
@@ -312,7 +321,8 @@ bool execute_admission(KvTxn& kv, const AdmissionPlan& plan, AdmissionResult& re
         for (const std::string& key : c.keys) sum += kv.get(key);
         if (c.reserves) sum += kv.reserved(c);
         r.used.push_back(sum <= 0 ? 0 : sum >= INT64_MAX ? INT64_MAX : static_cast<std::int64_t>(sum));
-        const bool breach = c.add > 0 ? sum + c.add > c.limit : sum >= c.limit;
+        const std::int64_t add = check_add(c, amounts);
+        const bool breach = add > 0 ? sum + add > c.limit : sum >= c.limit;
         if (breach && r.admitted) {
             r.admitted = false;
             r.kind = c.kind;
@@ -327,7 +337,8 @@ bool execute_admission(KvTxn& kv, const AdmissionPlan& plan, AdmissionResult& re
     }
     if (r.admitted) {
         for (const Reservation& res : plan.reserve) {
-            if (res.delta > 0 && !kv.reserve(res)) return false;   // 0: a reservation of nothing
+            const std::int64_t amount = reserve_amount(amounts, res.measure);
+            if (amount > 0 && !kv.reserve(res, amount)) return false;   // 0: a reservation of nothing
         }
     }
     result = std::move(r);

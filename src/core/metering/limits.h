@@ -58,8 +58,9 @@ struct Check {
     Window window = Window::Min;
     // Reservations (core/metering/reservation.h): the check also sums the
     // scope's reserved counters of its measure in the slots that can still
-    // be alive (kReserveSlots of them, from reserved_oldest on), and its add
-    // is the request's reservation (breach when sum + add > limit).
+    // be alive (kReserveSlots of them, from reserved_oldest on), and adds
+    // the request's reservation instead of add (check_add; breach when
+    // sum + reservation > limit).
     bool reserves = false;
     std::string reserved_record;    // the scope's reserved_record_key when reserves
     std::int64_t reserved_oldest = 0;
@@ -73,10 +74,10 @@ struct Incr {
 
 // One reserved counter a request writes (core/metering/reservation.h): its
 // scope's record of reserved counters (reserved_record_key), the measure
-// and slot, the TTL the slot's counter gets when created, and the amount.
-// Built once per second with the plan, so a request never builds or parses
-// a reserved counter's key; a release is the same with the amount to take
-// back.
+// and slot, and the TTL the slot's counter gets when created. Built once
+// per second with the plan, so a request never builds or parses a reserved
+// counter's key. In a plan delta is 0 (each request reserves its own
+// ReserveAmounts); in a release it is the amount to take back.
 struct Reservation {
     std::string record;
     Measure measure = Measure::Tokens;
@@ -85,6 +86,19 @@ struct Reservation {
     std::int64_t delta = 0;
 };
 
+// A request's worst case (llm_gateway_budget_mode reserve), reserved
+// against each token and cost limit of its scopes. It travels beside the
+// plan, which a worker shares between the requests of one second.
+struct ReserveAmounts {
+    std::int64_t tokens = 0;
+    std::int64_t cost_micros = 0;
+};
+// The amount reserved against a limit of measure m (never below 0).
+std::int64_t reserve_amount(const ReserveAmounts& a, Measure m);
+// What a check adds to its sum for this request: its add, or for a
+// reserving check the request's reservation.
+std::int64_t check_add(const Check& c, const ReserveAmounts& a);
+
 // One metered request's admission, atomic in the store: run checks in order;
 // the first breach wins. No breach: apply `admit` increments. Breach: apply
 // `reject` increments instead (rejection counters), nothing else.
@@ -92,9 +106,9 @@ struct AdmissionPlan {
     std::vector<Check> checks;
     std::vector<Incr> admit;
     std::vector<Incr> reject;
-    // Reservations, written only when admitted, after the admit increments;
-    // their delta is the request's reservation (set_reservation; 0 reserves
-    // nothing and writes nothing).
+    // Reservations, written only when admitted, after the admit increments,
+    // each of the request's amount of its measure (an amount of 0 writes
+    // nothing).
     std::vector<Reservation> reserve;
 };
 
@@ -105,7 +119,7 @@ struct AdmissionPlan {
 // reserve_ttl > 0 (llm_gateway_budget_mode reserve): the token and cost
 // checks also sum the scope's live reserved counters, and the admission
 // reserves in the current slot of every scope with a limit of that measure
-// (amounts 0 until set_reservation; see core/metering/reservation.h).
+// (each request's ReserveAmounts; see core/metering/reservation.h).
 AdmissionPlan build_admission_plan(const std::vector<Scope>& scopes, std::time_t now, bool in_process,
                                    std::int64_t reserve_ttl = 0);
 
@@ -131,13 +145,15 @@ public:
     virtual std::int64_t reserved(const Check& c);
     // false when the store is out of memory (the whole operation fails)
     virtual bool incr(const std::string& key, std::int64_t delta, std::int64_t ttl) = 0;
-    // Adds a reservation's delta to its slot's counter: by default incr() of
-    // the slot's key (reserved_key_in).
-    virtual bool reserve(const Reservation& r);
+    // Adds amount to a reservation's slot counter: by default incr() of the
+    // slot's key (reserved_key_in).
+    virtual bool reserve(const Reservation& r, std::int64_t amount);
 };
 
-// Runs a plan against a store already locked by the caller. Returns false
-// (and leaves result untouched) when an increment failed.
-bool execute_admission(KvTxn& kv, const AdmissionPlan& plan, AdmissionResult& result);
+// Runs a plan against a store already locked by the caller, reserving
+// amounts (check mode: none). Returns false (and leaves result untouched)
+// when an increment failed.
+bool execute_admission(KvTxn& kv, const AdmissionPlan& plan, AdmissionResult& result,
+                       const ReserveAmounts& amounts = {});
 
 }  // namespace llmgw

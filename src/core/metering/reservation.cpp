@@ -41,22 +41,14 @@ std::int64_t estimate_input_tokens(std::size_t body_bytes) {
     return static_cast<std::int64_t>((body_bytes + 3) / 4);
 }
 
-void set_reservation(AdmissionPlan& plan, const ReserveAmounts& amounts) {
-    auto amount = [&amounts](Measure m) {
-        const std::int64_t a = m == Measure::Tokens ? amounts.tokens : amounts.cost_micros;
-        return a < 0 ? 0 : a;
-    };
-    for (Check& c : plan.checks) {
-        if (c.reserves) c.add = amount(c.measure);
-    }
-    for (Reservation& r : plan.reserve) r.delta = amount(r.measure);
-}
-
-std::vector<Reservation> reservation_releases(const AdmissionPlan& plan) {
+std::vector<Reservation> reservation_releases(const AdmissionPlan& plan, const ReserveAmounts& amounts) {
     std::vector<Reservation> out;
-    out.reserve(plan.reserve.size());
     for (const Reservation& r : plan.reserve) {
-        if (r.delta > 0) out.push_back(r);
+        const std::int64_t amount = reserve_amount(amounts, r.measure);
+        if (amount <= 0) continue;
+        if (out.empty()) out.reserve(plan.reserve.size());
+        out.push_back(r);
+        out.back().delta = amount;
     }
     return out;
 }

@@ -42,22 +42,13 @@ void append_reserved_keys(std::string_view kind, std::string_view id, Measure m,
                           std::vector<std::string>& out);
 std::string reserved_key(std::string_view kind, std::string_view id, Measure m, std::int64_t slot);
 
-// A request's worst case.
-struct ReserveAmounts {
-    std::int64_t tokens = 0;
-    std::int64_t cost_micros = 0;
-};
-
 // The estimate of a request's input tokens: body bytes / 4, rounded up.
 std::int64_t estimate_input_tokens(std::size_t body_bytes);
 
-// Sets the reservation into a plan of build_admission_plan(..., reserve_ttl):
-// the add of its reserving checks and the delta of its reservations.
-void set_reservation(AdmissionPlan& plan, const ReserveAmounts& amounts);
-
-// What releasing the plan's reservation takes from the reserved counters:
-// its reservations with a delta above 0, the amount to take away (only from
-// counters that still exist).
-std::vector<Reservation> reservation_releases(const AdmissionPlan& plan);
+// What releasing a request's reservation (its amounts against the plan it
+// was admitted by) takes from the reserved counters: the plan's
+// reservations with an amount above 0, delta the amount to take away (only
+// from counters that still exist).
+std::vector<Reservation> reservation_releases(const AdmissionPlan& plan, const ReserveAmounts& amounts);
 
 }  // namespace llmgw

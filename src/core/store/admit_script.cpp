@@ -428,12 +428,12 @@ std::vector<std::string> account_command_bounded(const std::vector<Incr>& plain,
     return cmd;
 }
 
-std::vector<std::string> admit_command_op(const AdmissionPlan& plan, const std::string& op_key, std::int64_t op_ttl,
-                                          bool by_sha) {
+std::vector<std::string> admit_command_op(const AdmissionPlan& plan, const ReserveAmounts& amounts,
+                                          const std::string& op_key, std::int64_t op_ttl, bool by_sha) {
     std::vector<std::string> cmd;
     try {
         std::vector<std::string> keys;
-        std::vector<std::string> args = admit_script_args(plan, keys);
+        std::vector<std::string> args = admit_script_args(plan, amounts, keys);
         if (args.empty()) return cmd;
         keys.push_back(op_key);
         args.push_back(std::to_string(op_ttl));
@@ -449,8 +449,8 @@ const std::string& cancel_script_source() {
     return source;
 }
 
-std::vector<std::string> cancel_admit_command(const AdmissionPlan& plan, const std::string& op_key,
-                                              std::int64_t op_ttl) {
+std::vector<std::string> cancel_admit_command(const AdmissionPlan& plan, const ReserveAmounts& amounts,
+                                              const std::string& op_key, std::int64_t op_ttl) {
     std::vector<std::string> keys{op_key};
     std::vector<std::string> args{std::to_string(op_ttl), "adm"};
     try {
@@ -465,7 +465,7 @@ std::vector<std::string> cancel_admit_command(const AdmissionPlan& plan, const s
             keys.push_back(in.key);
             args.push_back(std::to_string(in.delta));
         }
-        append_releases(plan.reserve, keys, args);
+        append_releases(reservation_releases(plan, amounts), keys, args);
         return script_command(false, std::string(), cancel_script_source(), keys, args);
     } catch (...) {
         return {};
@@ -510,7 +510,8 @@ std::string admit_script_sha1() {
     }
 }
 
-std::vector<std::string> admit_script_args(const AdmissionPlan& plan, std::vector<std::string>& keys) {
+std::vector<std::string> admit_script_args(const AdmissionPlan& plan, const ReserveAmounts& amounts,
+                                           std::vector<std::string>& keys) {
     std::vector<std::string> args;
     keys.clear();
     try {
@@ -526,7 +527,8 @@ std::vector<std::string> admit_script_args(const AdmissionPlan& plan, std::vecto
             if (c.reserves && c.reserved_record.empty()) throw std::invalid_argument("a reserving check without its scope");
             args.push_back(std::to_string(c.keys.size() + (c.reserves ? 1 : 0)));
             args.push_back(std::to_string(c.limit));
-            args.push_back(c.add > 0 ? std::to_string(c.add) : std::string("0"));
+            const std::int64_t add = check_add(c, amounts);
+            args.push_back(add > 0 ? std::to_string(add) : std::string("0"));
             keys.insert(keys.end(), c.keys.begin(), c.keys.end());
             if (c.reserves) {
                 args.emplace_back();
@@ -552,14 +554,15 @@ std::vector<std::string> admit_script_args(const AdmissionPlan& plan, std::vecto
         // admitted, cheaper than the counters' saturating bump), and only
         // those that reserve something.
         std::size_t nres = 0;
-        for (const Reservation& r : plan.reserve) nres += r.delta > 0 ? 1 : 0;
+        for (const Reservation& r : plan.reserve) nres += reserve_amount(amounts, r.measure) > 0 ? 1 : 0;
         args.push_back(std::to_string(nres));
         for (const Reservation& r : plan.reserve) {
-            if (r.delta <= 0) continue;
+            const std::int64_t amount = reserve_amount(amounts, r.measure);
+            if (amount <= 0) continue;
             keys.push_back(r.record);
             args.emplace_back();
             assign_reserved_field(args.back(), r.measure == Measure::Tokens, r.slot);
-            args.push_back(std::to_string(r.delta));
+            args.push_back(std::to_string(amount));
             args.push_back(std::to_string(r.ttl));
         }
     } catch (...) {
@@ -569,11 +572,11 @@ std::vector<std::string> admit_script_args(const AdmissionPlan& plan, std::vecto
     return args;
 }
 
-std::vector<std::string> admit_command(const AdmissionPlan& plan, bool by_sha) {
+std::vector<std::string> admit_command(const AdmissionPlan& plan, const ReserveAmounts& amounts, bool by_sha) {
     std::vector<std::string> cmd;
     try {
         std::vector<std::string> keys;
-        std::vector<std::string> args = admit_script_args(plan, keys);
+        std::vector<std::string> args = admit_script_args(plan, amounts, keys);
         if (args.empty()) return cmd;
         cmd = script_command(by_sha, by_sha ? admit_script_sha1() : std::string(), admit_script_source(), keys, args);
     } catch (...) {

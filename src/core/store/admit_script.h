@@ -77,12 +77,15 @@ const std::string& admit_script_source();
 // "" only if the digest could not be computed (out of memory).
 std::string admit_script_sha1();
 
-// ARGV for the plan (see above); keys is replaced by KEYS.
-std::vector<std::string> admit_script_args(const AdmissionPlan& plan, std::vector<std::string>& keys);
+// ARGV for the plan and a request's reservation (see above); keys is
+// replaced by KEYS.
+std::vector<std::string> admit_script_args(const AdmissionPlan& plan, const ReserveAmounts& amounts,
+                                           std::vector<std::string>& keys);
 
 // The whole command: {"EVALSHA", sha1, numkeys, KEYS..., ARGV...}, or with
 // by_sha false {"EVAL", source, numkeys, KEYS..., ARGV...}.
-std::vector<std::string> admit_command(const AdmissionPlan& plan, bool by_sha = true);
+std::vector<std::string> admit_command(const AdmissionPlan& plan, const ReserveAmounts& amounts = {},
+                                       bool by_sha = true);
 
 // True for the store's "NOSCRIPT No matching script..." error reply.
 bool is_noscript_error(const RespValue& reply);
@@ -154,12 +157,13 @@ std::vector<std::string> account_command_bounded(const std::vector<Incr>& plain,
 //
 // admit_command with the op guard: the op key appended to KEYS, op_ttl to
 // ARGV. Reply {2}: the op was cancelled before it ran.
-std::vector<std::string> admit_command_op(const AdmissionPlan& plan, const std::string& op_key, std::int64_t op_ttl,
-                                          bool by_sha = true);
+std::vector<std::string> admit_command_op(const AdmissionPlan& plan, const ReserveAmounts& amounts,
+                                          const std::string& op_key, std::int64_t op_ttl, bool by_sha = true);
 // EVAL of the cancel script for an admission op or an accounting op.
 // Reply: 0 (the op had not run), 1 (its increments were undone).
 const std::string& cancel_script_source();
-std::vector<std::string> cancel_admit_command(const AdmissionPlan& plan, const std::string& op_key, std::int64_t op_ttl);
+std::vector<std::string> cancel_admit_command(const AdmissionPlan& plan, const ReserveAmounts& amounts,
+                                              const std::string& op_key, std::int64_t op_ttl);
 std::vector<std::string> cancel_account_command(const std::vector<Incr>& plain, const std::vector<BoundedIncrs>& groups,
                                                 const std::string& op_key, std::int64_t op_ttl);
 

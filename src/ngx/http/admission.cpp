@@ -59,17 +59,19 @@ bool priced_or_allowed(ngx_http_request_t* r, RequestCtx* ctx, MainConf* mcf) {
 
 // A user's admission plan is the same for every request within one second
 // (its keys name the current buckets, its Retry-After values count from that
-// second), so each worker keeps the plans of the current second.
-AdmissionPlan& plan_for(PlanCache& pc, const RequestCtx& ctx, std::time_t now, bool in_process,
-                        std::int64_t reserve_ttl) {
+// second), so each worker keeps the plans of the current second, shared with
+// the admissions still waiting for the store and never changed (a request's
+// reservation travels beside it).
+const std::shared_ptr<const AdmissionPlan>& plan_for(PlanCache& pc, const RequestCtx& ctx, std::time_t now,
+                                                     bool in_process, std::int64_t reserve_ttl) {
     if (pc.dir != ctx.directory.get() || pc.plans[0].size() + pc.plans[1].size() > 4096) {
         pc.dir = ctx.directory.get();   // users were reloaded: their addresses may be reused
         pc.plans[0].clear();
         pc.plans[1].clear();
     }
     PlanCache::Cached& c = pc.plans[ctx.is_admin_traffic ? 1 : 0][ctx.user];
-    if (c.second != now || c.plan.admit.empty()) {
-        c.plan = build_admission_plan(request_scopes(ctx), now, in_process, reserve_ttl);
+    if (c.second != now || c.plan == nullptr) {
+        c.plan = std::make_shared<const AdmissionPlan>(build_admission_plan(request_scopes(ctx), now, in_process, reserve_ttl));
         c.second = now;
     }
     return c.plan;
@@ -142,24 +144,24 @@ ngx_int_t admit_request(ngx_http_request_t* r, RequestCtx* ctx) {
     CounterStore* store = counter_store(mcf);
     Worker* w = worker();
     if (store == nullptr || w == nullptr) return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    AdmissionPlan* plan = &plan_for(w->plans, *ctx, ngx_time(), store_uses_in_process_ttls(mcf), mcf->reserve_ttl);
+    std::shared_ptr<const AdmissionPlan> plan =
+        plan_for(w->plans, *ctx, ngx_time(), store_uses_in_process_ttls(mcf), mcf->reserve_ttl);
     if (mcf->ratelimit_headers && !ctx->is_admin_traffic) ctx->limit_shapes = limit_shapes(*plan);
-    // Reservations: this request's worst case, set into the worker's cached
-    // plan itself (the worker runs one admission at a time, and a store
-    // that answers later copies the plan before admit() returns); a request
-    // that reserves nothing sets zeros.
+    // Reservations: this request's worst case (a request that reserves
+    // nothing, zeros).
+    ReserveAmounts amounts;
     if (!plan->reserve.empty()) {
-        set_reservation(*plan, billed ? reservation_for(mcf, *ctx) : ReserveAmounts{});
-        ctx->releases = reservation_releases(*plan);
+        if (billed) amounts = reservation_for(mcf, *ctx);
+        ctx->releases = reservation_releases(*plan, amounts);
     }
     if (billed) cutoff_keep_limits(mcf, ctx, *plan);
 
     ctx->phase = RequestCtx::Phase::Admitting;
     return await_store(
         r, ctx, Resume::RunPhases,
-        [store, plan, ctx](std::function<void()> answered) {
+        [store, plan = std::move(plan), amounts, ctx](std::function<void()> answered) {
             std::weak_ptr<bool> alive = ctx->alive;
-            store->admit(*plan, [ctx, alive, answered](const StoreReply& rep, const AdmissionResult& res) {
+            store->admit(plan, amounts, [ctx, alive, answered](const StoreReply& rep, const AdmissionResult& res) {
                 auto token = alive.lock();
                 if (!token || !*token) return;   // the request ended while the store was asked
                 ctx->admit_reply = rep;

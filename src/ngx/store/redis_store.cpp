@@ -112,31 +112,33 @@ public:
     const char* name() const override { return "redis"; }
     bool in_process_ttls() const override { return false; }
 
-    void admit(const AdmissionPlan& plan, AdmitDone done) override {
-        if (!latch().should_try(now_ms())) return degraded_admit(plan, std::move(done));
+    // The plan is the worker's for this second, shared and never changed:
+    // the callbacks hold it rather than a copy.
+    void admit(std::shared_ptr<const AdmissionPlan> plan, const ReserveAmounts& amounts, AdmitDone done) override {
+        if (!latch().should_try(now_ms())) return degraded_admit(plan, amounts, std::move(done));
         send_cancels();
-        auto p = std::make_shared<AdmissionPlan>(plan);
         auto op = std::make_shared<std::string>(next_op());
-        conn_.exec({admit_command_op(*p, *op, kOpTtl, true)}, [this, p, op, done = std::move(done)](
-                                                                  const std::string& err,
-                                                                  std::vector<RespValue>& replies) mutable {
+        conn_.exec({admit_command_op(*plan, amounts, *op, kOpTtl, true)}, [this, plan, amounts, op, done = std::move(done)](
+                                                                             const std::string& err,
+                                                                             std::vector<RespValue>& replies) mutable {
             if (!err.empty()) {
-                queue_cancel(cancel_admit_command(*p, *op, kOpTtl));
-                return failed_admit(err, *p, std::move(done));
+                queue_cancel(cancel_admit_command(*plan, amounts, *op, kOpTtl));
+                return failed_admit(err, plan, amounts, std::move(done));
             }
             if (is_noscript_error(replies[0])) {
                 // The server forgot the script (restart, SCRIPT FLUSH): send it whole.
-                conn_.exec({admit_command_op(*p, *op, kOpTtl, false)}, [this, p, op, done = std::move(done)](
-                                                           const std::string& err2, std::vector<RespValue>& r2) mutable {
-                    if (!err2.empty()) {
-                        queue_cancel(cancel_admit_command(*p, *op, kOpTtl));
-                        return failed_admit(err2, *p, std::move(done));
-                    }
-                    finish_admit(r2[0], *p, std::move(done));
-                });
+                conn_.exec({admit_command_op(*plan, amounts, *op, kOpTtl, false)},
+                           [this, plan, amounts, op, done = std::move(done)](const std::string& err2,
+                                                                            std::vector<RespValue>& r2) mutable {
+                               if (!err2.empty()) {
+                                   queue_cancel(cancel_admit_command(*plan, amounts, *op, kOpTtl));
+                                   return failed_admit(err2, plan, amounts, std::move(done));
+                               }
+                               finish_admit(r2[0], plan, amounts, std::move(done));
+                           });
                 return;
             }
-            finish_admit(replies[0], *p, std::move(done));
+            finish_admit(replies[0], plan, amounts, std::move(done));
         });
     }
 
@@ -323,21 +325,23 @@ private:
         }
     }
 
-    void finish_admit(const RespValue& v, const AdmissionPlan& plan, AdmitDone done) {
+    using PlanPtr = std::shared_ptr<const AdmissionPlan>;
+
+    void finish_admit(const RespValue& v, const PlanPtr& plan, const ReserveAmounts& amounts, AdmitDone done) {
         AdmissionResult res;
         std::string err;
-        if (!decode_admit_reply(v, plan, res, err)) return failed_admit(err, plan, std::move(done));
+        if (!decode_admit_reply(v, *plan, res, err)) return failed_admit(err, plan, amounts, std::move(done));
         latch().on_success(now_ms());
         done(StoreReply{}, res);
     }
 
-    void failed_admit(const std::string& err, const AdmissionPlan& plan, AdmitDone done) {
+    void failed_admit(const std::string& err, const PlanPtr& plan, const ReserveAmounts& amounts, AdmitDone done) {
         on_failure(err);
-        degraded_admit(plan, std::move(done));
+        degraded_admit(plan, amounts, std::move(done));
     }
 
-    void degraded_admit(const AdmissionPlan& plan, AdmitDone done) {
-        if (settings_->fail_open) return fallback_->admit(plan, std::move(done));
+    void degraded_admit(const PlanPtr& plan, const ReserveAmounts& amounts, AdmitDone done) {
+        if (settings_->fail_open) return fallback_->admit(plan, amounts, std::move(done));
         done(StoreReply{StoreStatus::Error, "the limit store is unavailable"}, AdmissionResult{});
     }
 

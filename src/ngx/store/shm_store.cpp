@@ -189,11 +189,11 @@ public:
         return sum;
     }
 
-    bool reserve(const Reservation& r) override {
+    bool reserve(const Reservation& r, std::int64_t amount) override {
         std::int64_t* v = ring_position(r.record, r.slot, true, r.ttl);
         if (v == nullptr) return false;
         const int which = r.measure == Measure::Tokens ? 0 : 1;
-        v[2 + which] = saturating_add(v[2 + which], r.delta);
+        v[2 + which] = saturating_add(v[2 + which], amount);
         return true;
     }
 
@@ -416,13 +416,13 @@ public:
         if (done) done(ok ? StoreReply{} : full());
     }
 
-    void admit(const AdmissionPlan& plan, AdmitDone done) override {
+    void admit(std::shared_ptr<const AdmissionPlan> plan, const ReserveAmounts& amounts, AdmitDone done) override {
         AdmissionResult result;
         bool ok;
         {
             Locked lock(z_->shpool);
             ZoneTxn txn(z_, ngx_time());
-            ok = execute_admission(txn, plan, result);
+            ok = execute_admission(txn, *plan, result, amounts);
         }
         done(ok ? StoreReply{} : full(), result);
     }

@@ -35,7 +35,10 @@ class CounterStore {
 public:
     virtual ~CounterStore() = default;
     virtual const char* name() const = 0;      // "shm" or "redis"
-    virtual void admit(const AdmissionPlan& plan, AdmitDone done) = 0;
+    // One request's admission by plan (the worker's for this second, shared
+    // by its requests and never changed; a store that answers later keeps
+    // it), reserving amounts (none in check mode).
+    virtual void admit(std::shared_ptr<const AdmissionPlan> plan, const ReserveAmounts& amounts, AdmitDone done) = 0;
     // Values of keys (0 when absent), in order.
     virtual void read(const std::vector<std::string>& keys, ReadDone done) = 0;
     // Sets key to value when value is larger (last-seen stamps).
