@@ -97,6 +97,34 @@ struct Decoded {
     std::vector<Incr> admit, reject, reserve;
 };
 
+// The admission command (written in RESP) back as its arguments, and its
+// KEYS and ARGV apart.
+std::vector<std::string> argv_of(const std::string& wire) {
+    RespReader reader;
+    EXPECT_TRUE(reader.feed(wire.data(), wire.size()));
+    RespValue v;
+    std::string err;
+    EXPECT_EQ(reader.next(v, err), RespReader::Result::Reply) << err;
+    std::vector<std::string> out;
+    for (const RespValue& e : v.elements) out.push_back(e.str);
+    return out;
+}
+std::vector<std::string> cmd_admit(const AdmissionPlan& p, const ReserveAmounts& a = {}, bool by_sha = true) {
+    return argv_of(admit_command(p, a, by_sha));
+}
+std::vector<std::string> cmd_admit_op(const AdmissionPlan& p, const ReserveAmounts& a, const std::string& op,
+                                      std::int64_t ttl, bool by_sha = true) {
+    return argv_of(admit_command_op(p, a, op, ttl, by_sha));
+}
+std::vector<std::string> script_args(const AdmissionPlan& p, const ReserveAmounts& a, std::vector<std::string>& keys) {
+    const std::vector<std::string> cmd = cmd_admit(p, a);
+    keys.clear();
+    if (cmd.size() < 3) return {};
+    const auto n = static_cast<std::ptrdiff_t>(std::stoul(cmd[2]));
+    keys.assign(cmd.begin() + 3, cmd.begin() + 3 + n);
+    return std::vector<std::string>(cmd.begin() + 3 + n, cmd.end());
+}
+
 bool decode_args(const std::vector<std::string>& keys, const std::vector<std::string>& argv, Decoded& d) {
     std::size_t a = 0, k = 0;
     auto num = [&](std::size_t& out) {
@@ -161,7 +189,7 @@ bool same_incrs(const std::vector<Incr>& a, const std::vector<Incr>& b) {
 TEST(AdmitScript, ArgsRoundTrip) {
     const AdmissionPlan p = sample_plan();
     std::vector<std::string> keys = {"stale"};
-    const std::vector<std::string> args = admit_script_args(p, {}, keys);
+    const std::vector<std::string> args = script_args(p, {}, keys);
     EXPECT_EQ(keys, (std::vector<std::string>{"k:req:min", "k:tokin:day", "k:tokout:day", "k:req:min", "k:req:day",
                                               "k:cost", "k:rej:day"}));
     EXPECT_EQ(args, (std::vector<std::string>{"3", "1", "50", "1", "0", "2", "9223372036854775807", "0", "0", "0", "1",
@@ -190,7 +218,7 @@ TEST(AdmitScript, ArgsOfARealPlan) {
     const std::vector<Scope> scopes = {{"user", "alice", &user}, {"group", "eng", &group}, {"total", "", nullptr}};
     const AdmissionPlan p = build_admission_plan(scopes, kNow, false);
     std::vector<std::string> keys;
-    const std::vector<std::string> args = admit_script_args(p, {}, keys);
+    const std::vector<std::string> args = script_args(p, {}, keys);
     Decoded d;
     ASSERT_TRUE(decode_args(keys, args, d));
     ASSERT_EQ(d.checks.size(), 4u);
@@ -203,14 +231,14 @@ TEST(AdmitScript, ArgsOfARealPlan) {
     EXPECT_EQ(d.admit.size(), 12u);   // 3 scopes x 4 windows
     EXPECT_EQ(d.reject.size(), 3u);   // rej of user, group, total
 
-    const std::vector<std::string> cmd = admit_command(p);
+    const std::vector<std::string> cmd = cmd_admit(p);
     ASSERT_GE(cmd.size(), 3u);
     EXPECT_EQ(cmd[0], "EVALSHA");
     EXPECT_EQ(cmd[1], admit_script_sha1());
     EXPECT_EQ(cmd[2], std::to_string(keys.size()));
     EXPECT_EQ(std::vector<std::string>(cmd.begin() + 3, cmd.begin() + 3 + static_cast<long>(keys.size())), keys);
     EXPECT_EQ(std::vector<std::string>(cmd.begin() + 3 + static_cast<long>(keys.size()), cmd.end()), args);
-    const std::vector<std::string> eval = admit_command(p, {}, false);
+    const std::vector<std::string> eval = cmd_admit(p, {}, false);
     EXPECT_EQ(eval[0], "EVAL");
     EXPECT_EQ(eval[1], admit_script_source());
     EXPECT_EQ(std::vector<std::string>(eval.begin() + 2, eval.end()), std::vector<std::string>(cmd.begin() + 2, cmd.end()));
@@ -219,9 +247,9 @@ TEST(AdmitScript, ArgsOfARealPlan) {
 TEST(AdmitScript, EmptyPlan) {
     AdmissionPlan p;
     std::vector<std::string> keys;
-    EXPECT_EQ(admit_script_args(p, {}, keys), (std::vector<std::string>{"0", "0", "0", "0"}));
+    EXPECT_EQ(script_args(p, {}, keys), (std::vector<std::string>{"0", "0", "0", "0"}));
     EXPECT_TRUE(keys.empty());
-    EXPECT_EQ(admit_command(p), (std::vector<std::string>{"EVALSHA", admit_script_sha1(), "0", "0", "0", "0", "0"}));
+    EXPECT_EQ(cmd_admit(p), (std::vector<std::string>{"EVALSHA", admit_script_sha1(), "0", "0", "0", "0", "0"}));
 }
 
 // ---- replies ----
@@ -471,11 +499,11 @@ protected:
     // EVALSHA, falling back to EVAL on NOSCRIPT, as the module does.
     bool admit(const AdmissionPlan& plan, AdmissionResult& r, std::string& err, bool* used_eval = nullptr,
                const ReserveAmounts& amounts = {}) {
-        RespValue v = c_.call(admit_command(plan, amounts, true));
+        RespValue v = c_.call(cmd_admit(plan, amounts, true));
         if (used_eval) *used_eval = false;
         if (is_noscript_error(v)) {
             if (used_eval) *used_eval = true;
-            v = c_.call(admit_command(plan, amounts, false));
+            v = c_.call(cmd_admit(plan, amounts, false));
         }
         return decode_admit_reply(v, plan, r, err);
     }
@@ -705,7 +733,7 @@ TEST_F(AdmitScriptRedis, NoscriptFallsBackToEval) {
     ASSERT_EQ(c_.call({"SCRIPT", "FLUSH"}).type, T::Status);
     AdmissionPlan p;
     p.admit = {{"n:a", 1, 100}};
-    const RespValue v = c_.call(admit_command(p, {}, true));
+    const RespValue v = c_.call(cmd_admit(p, {}, true));
     EXPECT_TRUE(is_noscript_error(v)) << v.str;
     AdmissionResult r;
     std::string err;
@@ -883,7 +911,7 @@ TEST_F(AdmitScriptRedis, CancelBeforeTheOpRunsLeavesATombstone) {
     RespValue c = c_.call(cancel_admit_command(plan, amounts, "op:1", 3600));
     ASSERT_EQ(c.type, T::Integer) << c.str;
     EXPECT_EQ(c.integer, 0);
-    RespValue v = c_.call(admit_command_op(plan, amounts, "op:1", 3600, false));   // the late call
+    RespValue v = c_.call(cmd_admit_op(plan, amounts, "op:1", 3600, false));   // the late call
     ASSERT_EQ(v.type, T::Array) << v.str;
     ASSERT_EQ(v.elements.size(), 1u);
     EXPECT_EQ(v.elements[0].integer, 2);
@@ -897,10 +925,10 @@ TEST_F(AdmitScriptRedis, CancelAfterTheOpRanUndoesIt) {
     const std::vector<Scope> scopes = {{"user", "alice", &user}, {"total", "", nullptr}};
     const AdmissionPlan plan = build_admission_plan(scopes, kNow, false);
     const ReserveAmounts amounts;   // check mode
-    RespValue v = c_.call(admit_command_op(plan, amounts, "op:a", 3600, false));
+    RespValue v = c_.call(cmd_admit_op(plan, amounts, "op:a", 3600, false));
     ASSERT_EQ(v.type, T::Array) << v.str;
     EXPECT_EQ(v.elements[0].integer, 0);                                   // admitted
-    v = c_.call(admit_command_op(plan, amounts, "op:r", 3600, false));
+    v = c_.call(cmd_admit_op(plan, amounts, "op:r", 3600, false));
     ASSERT_EQ(v.type, T::Array) << v.str;
     EXPECT_EQ(v.elements[0].integer, 1);                                   // rejected
     for (const Incr& in : plan.admit) EXPECT_EQ(get(in.key), 1) << in.key;
@@ -911,7 +939,7 @@ TEST_F(AdmitScriptRedis, CancelAfterTheOpRanUndoesIt) {
     for (const Incr& in : plan.reject) EXPECT_EQ(get(in.key), 0) << in.key;
     EXPECT_EQ(c_.call(cancel_admit_command(plan, amounts, "op:a", 3600)).integer, 0);   // idempotent
     for (const Incr& in : plan.admit) EXPECT_EQ(get(in.key), 0) << in.key;
-    v = c_.call(admit_command_op(plan, amounts, "op:a", 3600, false));              // never runs twice
+    v = c_.call(cmd_admit_op(plan, amounts, "op:a", 3600, false));              // never runs twice
     EXPECT_EQ(v.elements[0].integer, 2);
     for (const Incr& in : plan.admit) EXPECT_EQ(get(in.key), 0) << in.key;
 }
@@ -1058,7 +1086,7 @@ TEST_F(AdmitScriptRedis, ReservedFieldsOfLapsedSlotsAreDeleted) {
     EXPECT_EQ(rget(reserved_key("user", "bob", Measure::Tokens, slot)), 100);
     // A field that is not a number is an error, not a zero.
     c_.call({"HSET", hash, f_live, "lots"});
-    v = c_.call(admit_command(plan, amounts, false));
+    v = c_.call(cmd_admit(plan, amounts, false));
     EXPECT_EQ(v.type, T::Error);
     EXPECT_NE(v.str.find("not an integer"), std::string::npos) << v.str;
 }
@@ -1073,14 +1101,14 @@ TEST_F(AdmitScriptRedis, AReservationIsCancelledWithItsAdmission) {
     const ReserveAmounts amounts{0, 700};
     const std::string rk = slot_key(reservation_releases(plan, amounts).at(0));
     const std::string hash = hash_of(rk);
-    RespValue v = c_.call(admit_command_op(plan, amounts, "op:res", 3600, false));
+    RespValue v = c_.call(cmd_admit_op(plan, amounts, "op:res", 3600, false));
     ASSERT_EQ(v.type, T::Array) << v.str;
     EXPECT_EQ(v.elements[0].integer, 0);
     EXPECT_EQ(rget(rk), 700);
     const long long t1 = ttl(hash);
     EXPECT_GT(t1, 600);
     c_.call({"EXPIRE", hash, "5000"});               // a second reservation must not reset it
-    v = c_.call(admit_command_op(plan, amounts, "op:res2", 3600, false));
+    v = c_.call(cmd_admit_op(plan, amounts, "op:res2", 3600, false));
     ASSERT_EQ(v.type, T::Array) << v.str;
     EXPECT_EQ(rget(rk), 1400);
     EXPECT_GT(ttl(hash), 4000);

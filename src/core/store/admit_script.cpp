@@ -7,6 +7,7 @@
 #include <openssl/evp.h>
 
 #include <algorithm>
+#include <new>
 #include <stdexcept>
 #include <utility>
 
@@ -428,22 +429,6 @@ std::vector<std::string> account_command_bounded(const std::vector<Incr>& plain,
     return cmd;
 }
 
-std::vector<std::string> admit_command_op(const AdmissionPlan& plan, const ReserveAmounts& amounts,
-                                          const std::string& op_key, std::int64_t op_ttl, bool by_sha) {
-    std::vector<std::string> cmd;
-    try {
-        std::vector<std::string> keys;
-        std::vector<std::string> args = admit_script_args(plan, amounts, keys);
-        if (args.empty()) return cmd;
-        keys.push_back(op_key);
-        args.push_back(std::to_string(op_ttl));
-        cmd = script_command(by_sha, by_sha ? admit_script_sha1() : std::string(), admit_script_source(), keys, args);
-    } catch (...) {
-        cmd.clear();
-    }
-    return cmd;
-}
-
 const std::string& cancel_script_source() {
     static const std::string source(kCancelScript);
     return source;
@@ -510,79 +495,102 @@ std::string admit_script_sha1() {
     }
 }
 
-std::vector<std::string> admit_script_args(const AdmissionPlan& plan, const ReserveAmounts& amounts,
-                                           std::vector<std::string>& keys) {
-    std::vector<std::string> args;
-    keys.clear();
+bool append_admit_command(std::string& out, const AdmissionPlan& plan, const ReserveAmounts& amounts, bool by_sha,
+                          std::string_view op_key, std::int64_t op_ttl) {
+    const bool op = !op_key.empty();
+    std::size_t nkeys = plan.admit.size() + plan.reject.size() + (op ? 1 : 0);
+    std::size_t nres = 0;
+    for (const Check& c : plan.checks) {
+        // A reserving check's reserved counters are its scope's hash.
+        if (c.reserves && c.reserved_record.empty()) return false;
+        nkeys += c.keys.size() + (c.reserves ? 1 : 0);
+    }
+    for (const Reservation& r : plan.reserve) nres += reserve_amount(amounts, r.measure) > 0 ? 1 : 0;
+    nkeys += nres;
+    const std::size_t nargs =
+        4 + 4 * plan.checks.size() + 2 * (plan.admit.size() + plan.reject.size()) + 3 * nres + (op ? 1 : 0);
+    const std::size_t mark = out.size();
     try {
-        std::size_t nkeys = plan.admit.size() + plan.reject.size() + plan.reserve.size() + 1;
-        for (const Check& c : plan.checks) nkeys += c.keys.size() + 1;
-        keys.reserve(nkeys);
-        args.reserve(4 + 4 * plan.checks.size() + 2 * (plan.admit.size() + plan.reject.size()) + 3 * plan.reserve.size() + 1);
-        args.push_back(std::to_string(plan.checks.size()));
+        RespWriter w(out);
+        w.command(3 + nkeys + nargs);
+        w.arg(by_sha ? std::string_view("EVALSHA") : std::string_view("EVAL"));
+        if (by_sha) {
+            const std::string sha = admit_script_sha1();
+            if (sha.empty()) throw std::bad_alloc();
+            w.arg(sha);
+        } else {
+            w.arg(admit_script_source());
+        }
+        w.arg(static_cast<std::int64_t>(nkeys));
+        // KEYS
         for (const Check& c : plan.checks) {
-            // A reserving check's reserved counters are its scope's hash (one
-            // more key), and its reservation argument the field of its
-            // oldest live slot.
-            if (c.reserves && c.reserved_record.empty()) throw std::invalid_argument("a reserving check without its scope");
-            args.push_back(std::to_string(c.keys.size() + (c.reserves ? 1 : 0)));
-            args.push_back(std::to_string(c.limit));
+            for (const std::string& k : c.keys) w.arg(k);
+            if (c.reserves) w.arg(c.reserved_record);
+        }
+        for (const Incr& in : plan.admit) w.arg(in.key);
+        for (const Incr& in : plan.reject) w.arg(in.key);
+        for (const Reservation& r : plan.reserve) {
+            if (reserve_amount(amounts, r.measure) > 0) w.arg(r.record);
+        }
+        if (op) w.arg(op_key);
+        // ARGV
+        std::string field;
+        w.arg(static_cast<std::int64_t>(plan.checks.size()));
+        for (const Check& c : plan.checks) {
+            w.arg(static_cast<std::int64_t>(c.keys.size() + (c.reserves ? 1 : 0)));
+            w.arg(c.limit);
             const std::int64_t add = check_add(c, amounts);
-            args.push_back(add > 0 ? std::to_string(add) : std::string("0"));
-            keys.insert(keys.end(), c.keys.begin(), c.keys.end());
+            w.arg(add > 0 ? add : 0);
             if (c.reserves) {
-                args.emplace_back();
-                assign_reserved_field(args.back(), c.measure == Measure::Tokens, c.reserved_oldest);
-                keys.push_back(c.reserved_record);
+                // The field of the oldest live slot: the check sums that
+                // measure's fields from it on.
+                assign_reserved_field(field, c.measure == Measure::Tokens, c.reserved_oldest);
+                w.arg(field);
             } else {
-                args.push_back("0");
+                w.arg(std::string_view("0"));
             }
         }
-        args.push_back(std::to_string(plan.admit.size()));
+        w.arg(static_cast<std::int64_t>(plan.admit.size()));
         for (const Incr& in : plan.admit) {
-            args.push_back(std::to_string(in.delta));
-            args.push_back(std::to_string(in.ttl));
-            keys.push_back(in.key);
+            w.arg(in.delta);
+            w.arg(in.ttl);
         }
-        args.push_back(std::to_string(plan.reject.size()));
+        w.arg(static_cast<std::int64_t>(plan.reject.size()));
         for (const Incr& in : plan.reject) {
-            args.push_back(std::to_string(in.delta));
-            args.push_back(std::to_string(in.ttl));
-            keys.push_back(in.key);
+            w.arg(in.delta);
+            w.arg(in.ttl);
         }
-        // The reservations go in their own section (written only when
+        // The reservations have their own section (written only when
         // admitted, cheaper than the counters' saturating bump), and only
         // those that reserve something.
-        std::size_t nres = 0;
-        for (const Reservation& r : plan.reserve) nres += reserve_amount(amounts, r.measure) > 0 ? 1 : 0;
-        args.push_back(std::to_string(nres));
+        w.arg(static_cast<std::int64_t>(nres));
         for (const Reservation& r : plan.reserve) {
             const std::int64_t amount = reserve_amount(amounts, r.measure);
             if (amount <= 0) continue;
-            keys.push_back(r.record);
-            args.emplace_back();
-            assign_reserved_field(args.back(), r.measure == Measure::Tokens, r.slot);
-            args.push_back(std::to_string(amount));
-            args.push_back(std::to_string(r.ttl));
+            assign_reserved_field(field, r.measure == Measure::Tokens, r.slot);
+            w.arg(field);
+            w.arg(amount);
+            w.arg(r.ttl);
         }
+        if (op) w.arg(op_ttl);
+        return true;
     } catch (...) {
-        keys.clear();
-        args.clear();
+        out.resize(mark);
+        return false;
     }
-    return args;
 }
 
-std::vector<std::string> admit_command(const AdmissionPlan& plan, const ReserveAmounts& amounts, bool by_sha) {
-    std::vector<std::string> cmd;
-    try {
-        std::vector<std::string> keys;
-        std::vector<std::string> args = admit_script_args(plan, amounts, keys);
-        if (args.empty()) return cmd;
-        cmd = script_command(by_sha, by_sha ? admit_script_sha1() : std::string(), admit_script_source(), keys, args);
-    } catch (...) {
-        cmd.clear();
-    }
-    return cmd;
+std::string admit_command(const AdmissionPlan& plan, const ReserveAmounts& amounts, bool by_sha) {
+    std::string out;
+    if (!append_admit_command(out, plan, amounts, by_sha)) return std::string();
+    return out;
+}
+
+std::string admit_command_op(const AdmissionPlan& plan, const ReserveAmounts& amounts, std::string_view op_key,
+                             std::int64_t op_ttl, bool by_sha) {
+    std::string out;
+    if (op_key.empty() || !append_admit_command(out, plan, amounts, by_sha, op_key, op_ttl)) return std::string();
+    return out;
 }
 
 bool is_noscript_error(const RespValue& reply) {

@@ -62,7 +62,9 @@
 // scope (check, then increment) and a compensation step when a later scope
 // rejects, i.e. admission would no longer be one atomic step.
 #pragma once
+#include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/metering/keys.h"
@@ -77,15 +79,15 @@ const std::string& admit_script_source();
 // "" only if the digest could not be computed (out of memory).
 std::string admit_script_sha1();
 
-// ARGV for the plan and a request's reservation (see above); keys is
-// replaced by KEYS.
-std::vector<std::string> admit_script_args(const AdmissionPlan& plan, const ReserveAmounts& amounts,
-                                           std::vector<std::string>& keys);
-
-// The whole command: {"EVALSHA", sha1, numkeys, KEYS..., ARGV...}, or with
-// by_sha false {"EVAL", source, numkeys, KEYS..., ARGV...}.
-std::vector<std::string> admit_command(const AdmissionPlan& plan, const ReserveAmounts& amounts = {},
-                                       bool by_sha = true);
+// The admission of plan reserving amounts as one command, written straight
+// into out (core/store/resp.h RespWriter): {"EVALSHA", sha1, numkeys,
+// KEYS..., ARGV...}, or with by_sha false {"EVAL", source, ...}; with an op
+// key, the op guard ("Ops and cancels" below). false (out unchanged) when a
+// reserving check has no record or memory ran out.
+bool append_admit_command(std::string& out, const AdmissionPlan& plan, const ReserveAmounts& amounts,
+                          bool by_sha = true, std::string_view op_key = {}, std::int64_t op_ttl = 0);
+// The same as a string of its own; "" on failure.
+std::string admit_command(const AdmissionPlan& plan, const ReserveAmounts& amounts = {}, bool by_sha = true);
 
 // True for the store's "NOSCRIPT No matching script..." error reply.
 bool is_noscript_error(const RespValue& reply);
@@ -156,9 +158,10 @@ std::vector<std::string> account_command_bounded(const std::vector<Incr>& plain,
 // within op_ttl of the cancel.
 //
 // admit_command with the op guard: the op key appended to KEYS, op_ttl to
-// ARGV. Reply {2}: the op was cancelled before it ran.
-std::vector<std::string> admit_command_op(const AdmissionPlan& plan, const ReserveAmounts& amounts,
-                                          const std::string& op_key, std::int64_t op_ttl, bool by_sha = true);
+// ARGV (a string of its own; "" on failure or without an op key). Reply
+// {2}: the op was cancelled before it ran.
+std::string admit_command_op(const AdmissionPlan& plan, const ReserveAmounts& amounts, std::string_view op_key,
+                             std::int64_t op_ttl, bool by_sha = true);
 // EVAL of the cancel script for an admission op or an accounting op.
 // Reply: 0 (the op had not run), 1 (its increments were undone).
 const std::string& cancel_script_source();

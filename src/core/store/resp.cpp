@@ -6,6 +6,7 @@
 
 #include <hiredis/read.h>
 
+#include <charconv>
 #include <cstring>
 #include <new>
 #include <utility>
@@ -267,6 +268,30 @@ bool append_resp_command(std::string& out, const std::vector<std::string>& argv)
         *p++ = '\n';
     }
     return true;
+}
+
+void RespWriter::command(std::size_t nargs) {
+    char line[24];
+    out_.append(line, static_cast<std::size_t>(put_length_line(line, '*', nargs) - line));
+}
+
+void RespWriter::arg(std::string_view bytes) {
+    char line[24];
+    out_.append(line, static_cast<std::size_t>(put_length_line(line, '$', bytes.size()) - line));
+    out_.append(bytes.data(), bytes.size());
+    out_.append("\r\n", 2);
+}
+
+void RespWriter::arg(std::int64_t value) {
+    char num[24];
+    const std::size_t n = static_cast<std::size_t>(std::to_chars(num, num + sizeof num, value).ptr - num);
+    char buf[48];
+    char* p = put_length_line(buf, '$', n);
+    std::memcpy(p, num, n);
+    p += n;
+    *p++ = '\r';
+    *p++ = '\n';
+    out_.append(buf, static_cast<std::size_t>(p - buf));
 }
 
 std::string resp_command(const std::vector<std::string>& argv) {

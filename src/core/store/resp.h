@@ -5,8 +5,10 @@
 // worker's instructions per request on Redis). The connection is nginx's.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace llmgw {
@@ -68,5 +70,20 @@ private:
 bool append_resp_command(std::string& out, const std::vector<std::string>& argv);
 // The same as a string of its own; "" when argv is empty or memory ran out.
 std::string resp_command(const std::vector<std::string>& argv);
+
+// Writes a command straight into out, with no argument list in between
+// (the admission and accounting commands, built per request): command(n),
+// then exactly n arguments, each bytes or an integer in decimal. Appending
+// may throw std::bad_alloc; the caller then drops what was written.
+class RespWriter {
+public:
+    explicit RespWriter(std::string& out) : out_(out) {}
+    void command(std::size_t nargs);
+    void arg(std::string_view bytes);
+    void arg(std::int64_t value);
+
+private:
+    std::string& out_;
+};
 
 }  // namespace llmgw

@@ -37,16 +37,31 @@ RedisConn::~RedisConn() {
     done_.clear();   // never run callbacks from a destructor
 }
 
-void RedisConn::exec(const std::vector<std::vector<std::string>>& cmds, Callback cb) {
-    if (ngx_exiting || ngx_terminate) {
-        done_.push_back({std::move(cb), {"worker is shutting down", {}}});
-        if (!post_.posted) {
-            ngx_post_event(&post_, &ngx_posted_events);
-        }
-        return;
+// A worker that is shutting down sends nothing more: cb fails (posted).
+bool RedisConn::shutting_down(Callback& cb) {
+    if (!ngx_exiting && !ngx_terminate) return false;
+    done_.push_back({std::move(cb), {"worker is shutting down", {}}});
+    if (!post_.posted) {
+        ngx_post_event(&post_, &ngx_posted_events);
     }
+    return true;
+}
+
+void RedisConn::exec(const std::vector<std::vector<std::string>>& cmds, Callback cb) {
+    if (shutting_down(cb)) return;
     for (const auto& argv : cmds) append_resp_command(out_, argv);
-    batches_.push_back(Batch{cmds.size(), {}, std::move(cb), ngx_current_msec + s_.timeout, false});
+    queue(cmds.size(), std::move(cb));
+}
+
+void RedisConn::exec_encoded(std::string_view wire, std::size_t ncmds, Callback cb) {
+    if (shutting_down(cb)) return;
+    out_.append(wire.data(), wire.size());
+    queue(ncmds, std::move(cb));
+}
+
+// The batch of the commands just added to out_: its replies, then cb.
+void RedisConn::queue(std::size_t ncmds, Callback cb) {
+    batches_.push_back(Batch{ncmds, {}, std::move(cb), ngx_current_msec + s_.timeout, false});
     arm_timer();
     if (ready_) {
         if (!flush_.posted) {

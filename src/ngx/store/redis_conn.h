@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/store/resp.h"
@@ -42,6 +43,8 @@ public:
     // Sends the commands (argv each) pipelined. cb runs exactly once, never
     // from inside exec() itself.
     void exec(const std::vector<std::vector<std::string>>& cmds, Callback cb);
+    // The same for ncmds commands already written in RESP (RespWriter).
+    void exec_encoded(std::string_view wire, std::size_t ncmds, Callback cb);
     void close();                  // fails whatever is pending
     std::size_t in_flight() const { return batches_.size(); }
     // Test-only (LLMGW_TEST_FAULT): handling the next reply throws
@@ -57,6 +60,8 @@ private:
         bool internal;             // AUTH/SELECT of a new connection
     };
 
+    bool shutting_down(Callback& cb);
+    void queue(std::size_t ncmds, Callback cb);
     void connect();
     void on_connected();
     void start_tls();

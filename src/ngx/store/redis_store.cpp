@@ -113,29 +113,36 @@ public:
     bool in_process_ttls() const override { return false; }
 
     // The plan is the worker's for this second, shared and never changed:
-    // the callbacks hold it rather than a copy.
+    // the callbacks hold it rather than a copy. The command is written
+    // straight into the worker's scratch buffer, then into the connection's.
     void admit(std::shared_ptr<const AdmissionPlan> plan, const ReserveAmounts& amounts, AdmitDone done) override {
         if (!latch().should_try(now_ms())) return degraded_admit(plan, amounts, std::move(done));
         send_cancels();
         auto op = std::make_shared<std::string>(next_op());
-        conn_.exec({admit_command_op(*plan, amounts, *op, kOpTtl, true)}, [this, plan, amounts, op, done = std::move(done)](
-                                                                             const std::string& err,
-                                                                             std::vector<RespValue>& replies) mutable {
+        wire_.clear();
+        if (!append_admit_command(wire_, *plan, amounts, true, *op, kOpTtl)) {
+            return failed_admit("out of memory writing the admission command", plan, amounts, std::move(done));
+        }
+        conn_.exec_encoded(wire_, 1, [this, plan, amounts, op, done = std::move(done)](
+                                         const std::string& err, std::vector<RespValue>& replies) mutable {
             if (!err.empty()) {
                 queue_cancel(cancel_admit_command(*plan, amounts, *op, kOpTtl));
                 return failed_admit(err, plan, amounts, std::move(done));
             }
             if (is_noscript_error(replies[0])) {
                 // The server forgot the script (restart, SCRIPT FLUSH): send it whole.
-                conn_.exec({admit_command_op(*plan, amounts, *op, kOpTtl, false)},
-                           [this, plan, amounts, op, done = std::move(done)](const std::string& err2,
-                                                                            std::vector<RespValue>& r2) mutable {
-                               if (!err2.empty()) {
-                                   queue_cancel(cancel_admit_command(*plan, amounts, *op, kOpTtl));
-                                   return failed_admit(err2, plan, amounts, std::move(done));
-                               }
-                               finish_admit(r2[0], plan, amounts, std::move(done));
-                           });
+                const std::string eval = admit_command_op(*plan, amounts, *op, kOpTtl, false);
+                if (eval.empty()) {
+                    return failed_admit("out of memory writing the admission command", plan, amounts, std::move(done));
+                }
+                conn_.exec_encoded(eval, 1, [this, plan, amounts, op, done = std::move(done)](
+                                                const std::string& err2, std::vector<RespValue>& r2) mutable {
+                    if (!err2.empty()) {
+                        queue_cancel(cancel_admit_command(*plan, amounts, *op, kOpTtl));
+                        return failed_admit(err2, plan, amounts, std::move(done));
+                    }
+                    finish_admit(r2[0], plan, amounts, std::move(done));
+                });
                 return;
             }
             finish_admit(replies[0], plan, amounts, std::move(done));
@@ -376,6 +383,7 @@ private:
     CounterStore* fallback_;
     StoreHealth& health_;
     RedisConn conn_;
+    std::string wire_;                  // scratch: a command written straight to RESP
     std::size_t telemetry_in_flight_ = 0;
     std::deque<std::vector<std::string>> cancels_;
     bool cancels_in_flight_ = false;
