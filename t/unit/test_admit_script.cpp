@@ -252,6 +252,66 @@ TEST(AdmitScript, EmptyPlan) {
     EXPECT_EQ(cmd_admit(p), (std::vector<std::string>{"EVALSHA", admit_script_sha1(), "0", "0", "0", "0", "0"}));
 }
 
+// A reserving check must name its scope's record; a plan that does not is
+// refused and what was waiting in the buffer stays as it was.
+TEST(AdmitScript, AReservingCheckWithoutItsRecordIsRefused) {
+    Limits user;
+    user.tokens_per_day = 1000;
+    AdmissionPlan p = build_admission_plan({{"user", "alice", &user}}, kNow, false, 600);
+    std::string out = "waiting";
+    ASSERT_TRUE(append_admit_command(out, p, ReserveAmounts{10, 0}, true, "op:1", 300));
+    EXPECT_GT(out.size(), 7u);
+    p.checks[0].reserved_record.clear();
+    out = "waiting";
+    EXPECT_FALSE(append_admit_command(out, p, ReserveAmounts{10, 0}, true, "op:1", 300));
+    EXPECT_EQ(out, "waiting");
+    EXPECT_EQ(admit_command(p), "");
+    EXPECT_EQ(admit_command_op(p, {}, "", 300), "");   // and an op needs its key
+}
+
+// The accounting and cancel commands as the scripts read them: KEYS, then
+// ARGV, with the releases' section only when something is released.
+TEST(AdmitScript, AccountingAndCancelLayouts) {
+    const std::vector<Incr> plain{{"p:1", 5, 60}};
+    BoundedIncrs g;
+    g.member = "model:m";
+    g.incrs = {{"g:1", 2, 70}};
+    g.overflow_keys = {"o:1"};
+    Reservation rel;
+    rel.record = "llmgw:user:a:rsv";
+    rel.measure = Measure::Cost;
+    rel.slot = 12;
+    rel.delta = 300;
+    const std::string sha = account_script_sha1();
+    EXPECT_EQ(argv_of(account_command_bounded(plain, {g}, 10, 99, "op:a", 300, true, {rel})),
+              (std::vector<std::string>{"EVALSHA", sha, "6", kStatsIdsKey, "op:a", "p:1", "g:1", "o:1",
+                                        "llmgw:user:a:rsv", "b", "10", "99", "300", "1", "5", "60", "1", "model:m", "1",
+                                        "2", "70", "1", "c12", "-300"}));
+    rel.delta = 0;   // nothing to release: no section
+    EXPECT_EQ(argv_of(account_command_bounded(plain, {}, 10, 99, "op:a", 300, true, {rel})),
+              (std::vector<std::string>{"EVALSHA", sha, "3", kStatsIdsKey, "op:a", "p:1", "b", "10", "99", "300", "1",
+                                        "5", "60", "0"}));
+    g.overflow_keys.clear();   // a group without its overflow keys
+    EXPECT_EQ(account_command_bounded(plain, {g}, 10, 99, "op:a", 300), "");
+    EXPECT_EQ(cancel_account_command(plain, {g}, "op:a", 300), "");
+    g.overflow_keys = {"o:1"};
+    EXPECT_EQ(argv_of(cancel_account_command(plain, {g}, "op:c", 300)),
+              (std::vector<std::string>{"EVAL", cancel_script_source(), "4", "op:c", "p:1", "g:1", "o:1", "300", "acc",
+                                        "1", "5", "1", "1", "2"}));
+    Limits user;
+    user.cost_per_day_micros = 1000;
+    const AdmissionPlan p = build_admission_plan({{"user", "a", &user}}, kNow, false, 600);
+    const std::vector<std::string> c = argv_of(cancel_admit_command(p, ReserveAmounts{0, 40}, "op:d", 300));
+    ASSERT_GE(c.size(), 4u);
+    EXPECT_EQ(c[0], "EVAL");
+    EXPECT_EQ(c[2], std::to_string(1 + p.admit.size() + p.reject.size() + 1));
+    EXPECT_EQ(c[3], "op:d");
+    EXPECT_EQ(c[3 + 1 + p.admit.size() + p.reject.size()], "llmgw:user:a:rsv");
+    EXPECT_EQ(c[c.size() - 3], "1");                                    // one release:
+    EXPECT_EQ(c[c.size() - 2], "c" + std::to_string(reserve_slot(kNow, 600)));   // its field,
+    EXPECT_EQ(c.back(), "-40");                                         // minus its amount
+}
+
 // ---- replies ----
 
 TEST(AdmitScript, DecodeAdmitted) {
@@ -447,6 +507,8 @@ public:
         }
         return true;
     }
+    // A command already written in RESP.
+    RespValue call_wire(const std::string& wire) { return call(argv_of(wire)); }
     RespValue call(const std::vector<std::string>& argv) {
         std::vector<RespValue> out;
         std::string err;
@@ -908,7 +970,7 @@ TEST_F(AdmitScriptRedis, CancelBeforeTheOpRunsLeavesATombstone) {
     const std::vector<Scope> scopes = {{"user", "alice", &user}, {"total", "", nullptr}};
     const AdmissionPlan plan = build_admission_plan(scopes, kNow, false);
     const ReserveAmounts amounts;   // check mode
-    RespValue c = c_.call(cancel_admit_command(plan, amounts, "op:1", 3600));
+    RespValue c = c_.call_wire(cancel_admit_command(plan, amounts, "op:1", 3600));
     ASSERT_EQ(c.type, T::Integer) << c.str;
     EXPECT_EQ(c.integer, 0);
     RespValue v = c_.call(cmd_admit_op(plan, amounts, "op:1", 3600, false));   // the late call
@@ -933,11 +995,11 @@ TEST_F(AdmitScriptRedis, CancelAfterTheOpRanUndoesIt) {
     EXPECT_EQ(v.elements[0].integer, 1);                                   // rejected
     for (const Incr& in : plan.admit) EXPECT_EQ(get(in.key), 1) << in.key;
     for (const Incr& in : plan.reject) EXPECT_EQ(get(in.key), 1) << in.key;
-    EXPECT_EQ(c_.call(cancel_admit_command(plan, amounts, "op:a", 3600)).integer, 1);
-    EXPECT_EQ(c_.call(cancel_admit_command(plan, amounts, "op:r", 3600)).integer, 1);
+    EXPECT_EQ(c_.call_wire(cancel_admit_command(plan, amounts, "op:a", 3600)).integer, 1);
+    EXPECT_EQ(c_.call_wire(cancel_admit_command(plan, amounts, "op:r", 3600)).integer, 1);
     for (const Incr& in : plan.admit) EXPECT_EQ(get(in.key), 0) << in.key;
     for (const Incr& in : plan.reject) EXPECT_EQ(get(in.key), 0) << in.key;
-    EXPECT_EQ(c_.call(cancel_admit_command(plan, amounts, "op:a", 3600)).integer, 0);   // idempotent
+    EXPECT_EQ(c_.call_wire(cancel_admit_command(plan, amounts, "op:a", 3600)).integer, 0);   // idempotent
     for (const Incr& in : plan.admit) EXPECT_EQ(get(in.key), 0) << in.key;
     v = c_.call(cmd_admit_op(plan, amounts, "op:a", 3600, false));              // never runs twice
     EXPECT_EQ(v.elements[0].integer, 2);
@@ -954,8 +1016,8 @@ TEST_F(AdmitScriptRedis, BoundedAccountingOverflowsAndCancels) {
         return g;
     };
     auto call = [&](const std::vector<BoundedIncrs>& groups, const std::string& op) {
-        RespValue v = c_.call(account_command_bounded(plain, groups, 2, 1000, op, 3600, true));
-        if (is_noscript_error(v)) v = c_.call(account_command_bounded(plain, groups, 2, 1000, op, 3600, false));
+        RespValue v = c_.call_wire(account_command_bounded(plain, groups, 2, 1000, op, 3600, true));
+        if (is_noscript_error(v)) v = c_.call_wire(account_command_bounded(plain, groups, 2, 1000, op, 3600, false));
         return v;
     };
     EXPECT_EQ(call({group("a"), group("b")}, "op:1").integer, 5);
@@ -969,7 +1031,7 @@ TEST_F(AdmitScriptRedis, BoundedAccountingOverflowsAndCancels) {
     EXPECT_EQ(get("p:tok"), 33);
     EXPECT_EQ(c_.call({"SCARD", kStatsIdsKey}).integer, 2);
     EXPECT_GT(ttl(kStatsIdsKey), 900);
-    EXPECT_EQ(c_.call(cancel_account_command(plain, {group("c")}, "op:2", 3600)).integer, 1);
+    EXPECT_EQ(c_.call_wire(cancel_account_command(plain, {group("c")}, "op:2", 3600)).integer, 1);
     EXPECT_EQ(get("m:other:req"), 0);
     EXPECT_EQ(get("m:other:tok"), 0);
     EXPECT_EQ(get("p:tok"), 22);
@@ -986,7 +1048,7 @@ TEST_F(AdmitScriptRedis, AccountingSaturatesNearTheMaximum) {
     EXPECT_EQ(c_.call({"GET", "sat:a"}).str, "9223372036854775807");
     EXPECT_GT(ttl("sat:a"), 400);                                          // its TTL kept
     EXPECT_EQ(get("sat:b"), 7);
-    v = c_.call(account_command_bounded(incrs, {}, 10, 1000, "op:s", 3600, false));
+    v = c_.call_wire(account_command_bounded(incrs, {}, 10, 1000, "op:s", 3600, false));
     ASSERT_EQ(v.type, T::Integer) << v.str;
     EXPECT_EQ(c_.call({"GET", "sat:a"}).str, "9223372036854775807");
     EXPECT_EQ(get("sat:b"), 14);
@@ -1016,7 +1078,7 @@ TEST_F(AdmitScriptRedis, ReservationsHoldAndSettle) {
     // One settles: 100 real tokens in, its 300 out.
     const std::vector<Incr> usage{{key("user", "alice", "tokin", Window::Day), 80, 1000},
                                   {key("user", "alice", "tokout", Window::Day), 20, 1000}};
-    RespValue v = c_.call(account_command_bounded(usage, {}, 10, 1000, "op:r1", 3600, false, rel));
+    RespValue v = c_.call_wire(account_command_bounded(usage, {}, 10, 1000, "op:r1", 3600, false, rel));
     ASSERT_EQ(v.type, T::Integer) << v.str;
     EXPECT_EQ(rget(slot_key(rel[0])), 600);
     EXPECT_EQ(get(key("user", "alice", "tokin", Window::Day)), 80);
@@ -1025,7 +1087,7 @@ TEST_F(AdmitScriptRedis, ReservationsHoldAndSettle) {
     EXPECT_EQ(r.used[0], 700);
     // The rest settle with no usage: the field stays at 0, the hash keeps
     // its TTL, and the slot's next reservation does not set it again.
-    for (int i = 0; i < 3; ++i) c_.call(account_command_bounded({}, {}, 10, 1000, "op:z" + std::to_string(i), 3600, false, rel));
+    for (int i = 0; i < 3; ++i) c_.call_wire(account_command_bounded({}, {}, 10, 1000, "op:z" + std::to_string(i), 3600, false, rel));
     EXPECT_TRUE(rexists(slot_key(rel[0])));
     EXPECT_EQ(rget(slot_key(rel[0])), 0);
     c_.call({"EXPIRE", hash, "5000"});
@@ -1035,7 +1097,7 @@ TEST_F(AdmitScriptRedis, ReservationsHoldAndSettle) {
     EXPECT_LE(ttl(hash), 5000);
     // A late settle: the hash has expired; it is not created negative.
     c_.call({"DEL", hash});
-    v = c_.call(account_command_bounded(usage, {}, 10, 1000, "op:late", 3600, false, rel));
+    v = c_.call_wire(account_command_bounded(usage, {}, 10, 1000, "op:late", 3600, false, rel));
     ASSERT_EQ(v.type, T::Integer) << v.str;
     EXPECT_EQ(c_.call({"EXISTS", hash}).integer, 0);
     EXPECT_EQ(get(key("user", "alice", "tokin", Window::Day)), 160);
@@ -1079,7 +1141,7 @@ TEST_F(AdmitScriptRedis, ReservedFieldsOfLapsedSlotsAreDeleted) {
     EXPECT_EQ(r.check_index, 1);
     // A release of the lapsed field: not brought back; the others stay.
     const std::vector<Reservation> rel{release_of(tok_lapsed, 500), release_of(cost_live, 950)};
-    RespValue v = c_.call(account_command_bounded({}, {}, 10, 1000, "op:l", 3600, false, rel));
+    RespValue v = c_.call_wire(account_command_bounded({}, {}, 10, 1000, "op:l", 3600, false, rel));
     ASSERT_EQ(v.type, T::Integer) << v.str;
     EXPECT_FALSE(rexists(tok_lapsed));
     EXPECT_EQ(rget(cost_live), 0);
@@ -1112,12 +1174,12 @@ TEST_F(AdmitScriptRedis, AReservationIsCancelledWithItsAdmission) {
     ASSERT_EQ(v.type, T::Array) << v.str;
     EXPECT_EQ(rget(rk), 1400);
     EXPECT_GT(ttl(hash), 4000);
-    EXPECT_EQ(c_.call(cancel_admit_command(plan, amounts, "op:res2", 3600)).integer, 1);
+    EXPECT_EQ(c_.call_wire(cancel_admit_command(plan, amounts, "op:res2", 3600)).integer, 1);
     EXPECT_EQ(rget(rk), 700);
     EXPECT_EQ(get(key("user", "alice", "req", Window::Day)), 1);
     // A cancel after the hash expired does not bring it back.
     c_.call({"DEL", hash});
-    EXPECT_EQ(c_.call(cancel_admit_command(plan, amounts, "op:res", 3600)).integer, 1);
+    EXPECT_EQ(c_.call_wire(cancel_admit_command(plan, amounts, "op:res", 3600)).integer, 1);
     EXPECT_EQ(c_.call({"EXISTS", hash}).integer, 0);
     EXPECT_EQ(get(key("user", "alice", "req", Window::Day)), 0);
 }

@@ -2,6 +2,7 @@
 // garbage), half replies, command formatting.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -324,4 +325,32 @@ TEST(Resp, CommandRoundTripsThroughTheReader) {
         EXPECT_EQ(v.elements[i].type, T::String);
         EXPECT_EQ(v.elements[i].str, argv[i]);
     }
+}
+
+// The writer gives the bytes the argument-list encoder gives, integers in
+// decimal (both ends of int64), binary bytes as they are, appended to what
+// is waiting.
+TEST(Resp, WriterWritesWhatTheEncoderWrites) {
+    std::string out = "*1\r\n$4\r\nPING\r\n";
+    RespWriter w(out);
+    w.command(7);
+    w.arg(std::string_view("HINCRBY"));
+    w.arg(std::string_view(""));
+    w.arg(std::string_view("a\r\n\0b", 5));
+    w.arg(std::int64_t{0});
+    w.arg(std::int64_t{-42});
+    w.arg(INT64_MAX);
+    w.arg(INT64_MIN);
+    EXPECT_EQ(out, "*1\r\n$4\r\nPING\r\n" + resp_command({"HINCRBY", "", std::string("a\r\n\0b", 5), "0", "-42",
+                                                         "9223372036854775807", "-9223372036854775808"}));
+    // Twelve arguments: a two-digit count; a big one: a six-digit length.
+    std::string many;
+    RespWriter m(many);
+    m.command(12);
+    for (int i = 0; i < 11; ++i) m.arg(std::string_view("a"));
+    const std::string big(123456, 'x');
+    m.arg(big);
+    std::vector<std::string> argv(11, "a");
+    argv.push_back(big);
+    EXPECT_EQ(many, resp_command(argv));
 }

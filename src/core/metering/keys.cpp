@@ -120,10 +120,14 @@ bool reserved_hash_field(std::string_view key, std::string& hash, std::string& f
     return true;
 }
 
+char* put_reserved_field(char* p, bool tokens, std::int64_t slot) {
+    *p = tokens ? 't' : 'c';
+    return std::to_chars(p + 1, p + kReservedFieldMax, slot).ptr;   // 20 chars at most
+}
+
 void assign_reserved_field(std::string& out, bool tokens, std::int64_t slot) {
-    char buf[24];
-    const char* end = std::to_chars(buf, buf + sizeof buf, slot).ptr;   // 20 chars at most
-    out.assign(1, tokens ? 't' : 'c').append(buf, static_cast<std::size_t>(end - buf));
+    char buf[kReservedFieldMax];
+    out.assign(buf, static_cast<std::size_t>(put_reserved_field(buf, tokens, slot) - buf));
 }
 
 void assign_reserved_record_key(std::string& out, std::string_view scope) {

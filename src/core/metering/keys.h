@@ -43,6 +43,10 @@ bool split_reserved_key(std::string_view key, std::string_view& scope, std::int6
 bool reserved_hash_field(std::string_view key, std::string& hash, std::string& field);
 // The field of a slot in that hash, written into out.
 void assign_reserved_field(std::string& out, bool tokens, std::int64_t slot);
+// The same written at p, which has room for kReservedFieldMax bytes;
+// returns the end.
+constexpr std::size_t kReservedFieldMax = 24;
+char* put_reserved_field(char* p, bool tokens, std::int64_t slot);
 // The key of a scope's reserved counters kept as one record (the Redis hash,
 // the shared-memory ring entry): "llmgw:<kind>:<id>:rsv" from the scope
 // prefix split_reserved_key gives, written into out (its capacity reused).

@@ -303,20 +303,55 @@ return 1
 )LUA";
 
 // Reservations given back, as the accounting and cancel scripts take them:
-// their number, then per release with an amount KEYS the scope's hash, ARGV
-// its field and minus the amount.
-void append_releases(const std::vector<Reservation>& releases, std::vector<std::string>& keys,
-                     std::vector<std::string>& args) {
+// per release with an amount, KEYS its scope's hash; ARGV their number, then
+// per release its field and minus the amount.
+std::size_t releases_with_amount(const std::vector<Reservation>& releases) {
     std::size_t n = 0;
     for (const Reservation& r : releases) n += r.delta > 0 ? 1 : 0;
-    args.push_back(std::to_string(n));
+    return n;
+}
+void write_release_keys(RespWriter& w, const std::vector<Reservation>& releases) {
+    for (const Reservation& r : releases) {
+        if (r.delta > 0) w.arg(r.record);
+    }
+}
+// A slot's field in its scope's hash, as one argument.
+void write_field(RespWriter& w, bool tokens, std::int64_t slot) {
+    char field[kReservedFieldMax];
+    w.arg(std::string_view(field, static_cast<std::size_t>(put_reserved_field(field, tokens, slot) - field)));
+}
+
+void write_release_args(RespWriter& w, const std::vector<Reservation>& releases) {
+    w.arg(static_cast<std::int64_t>(releases_with_amount(releases)));
     for (const Reservation& r : releases) {
         if (r.delta <= 0) continue;
-        keys.push_back(r.record);
-        args.emplace_back();
-        assign_reserved_field(args.back(), r.measure == Measure::Tokens, r.slot);
-        args.push_back(std::to_string(-r.delta));
+        write_field(w, r.measure == Measure::Tokens, r.slot);
+        w.arg(-r.delta);
     }
+}
+
+// A script call's head: EVALSHA sha1 or EVAL source, then the key count.
+void write_script_head(RespWriter& w, std::size_t nargs, bool by_sha, const std::string& sha,
+                       const std::string& source, std::size_t nkeys) {
+    if (by_sha && sha.empty()) throw std::bad_alloc();   // the digest could not be computed
+    w.command(3 + nkeys + nargs);
+    w.arg(by_sha ? std::string_view("EVALSHA") : std::string_view("EVAL"));
+    w.arg(by_sha ? sha : source);
+    w.arg(static_cast<std::int64_t>(nkeys));
+}
+
+// Runs write(w) into a string of its own; "" when it throws (out of memory,
+// an invalid batch).
+template <typename F>
+std::string written(F write) {
+    std::string out;
+    try {
+        RespWriter w(out);
+        write(w);
+    } catch (...) {
+        return std::string();
+    }
+    return out;
 }
 
 std::string sha1_hex(const std::string& s) {
@@ -348,20 +383,6 @@ std::string account_script_sha1() {
     }
 }
 
-// EVALSHA sha / EVAL source, the key count, the keys, the arguments (both
-// moved out of).
-static std::vector<std::string> script_command(bool by_sha, const std::string& sha, const std::string& source,
-                                               std::vector<std::string>& keys, std::vector<std::string>& args) {
-    std::vector<std::string> cmd;
-    cmd.reserve(3 + keys.size() + args.size());
-    cmd.push_back(by_sha ? "EVALSHA" : "EVAL");
-    cmd.push_back(by_sha ? sha : source);
-    cmd.push_back(std::to_string(keys.size()));
-    for (std::string& k : keys) cmd.push_back(std::move(k));
-    for (std::string& a : args) cmd.push_back(std::move(a));
-    return cmd;
-}
-
 std::vector<std::string> account_command(const std::vector<Incr>& incrs, bool by_sha) {
     std::vector<std::string> cmd;
     try {
@@ -380,53 +401,61 @@ std::vector<std::string> account_command(const std::vector<Incr>& incrs, bool by
     return cmd;
 }
 
-std::vector<std::string> account_command_bounded(const std::vector<Incr>& plain, const std::vector<BoundedIncrs>& groups,
-                                                 std::int64_t max_ids, std::int64_t ids_ttl, const std::string& op_key,
-                                                 std::int64_t op_ttl, bool by_sha,
-                                                 const std::vector<Reservation>& releases) {
-    std::vector<std::string> cmd;
-    try {
-        std::size_t nkeys = 2 + plain.size() + releases.size(), nargs = 7 + 2 * plain.size() + 2 * releases.size();
-        for (const BoundedIncrs& g : groups) {
-            nkeys += 2 * g.incrs.size();
-            nargs += 2 + 2 * g.incrs.size();
-        }
-        std::vector<std::string> keys, args;
-        keys.reserve(nkeys);
-        args.reserve(nargs);
-        keys.push_back(kStatsIdsKey);
-        keys.push_back(op_key);
-        args.push_back("b");
-        args.push_back(std::to_string(max_ids));
-        args.push_back(std::to_string(ids_ttl));
-        args.push_back(std::to_string(op_ttl));
-        args.push_back(std::to_string(plain.size()));
-        for (const Incr& in : plain) {
-            keys.push_back(in.key);
-            args.push_back(std::to_string(in.delta));
-            args.push_back(std::to_string(in.ttl));
-        }
-        args.push_back(std::to_string(groups.size()));
-        for (const BoundedIncrs& g : groups) {
-            if (g.incrs.size() != g.overflow_keys.size()) return {};
-            args.push_back(g.member);
-            args.push_back(std::to_string(g.incrs.size()));
-            for (const Incr& in : g.incrs) {
-                keys.push_back(in.key);
-                args.push_back(std::to_string(in.delta));
-                args.push_back(std::to_string(in.ttl));
-            }
-            keys.insert(keys.end(), g.overflow_keys.begin(), g.overflow_keys.end());
-        }
-        const bool releasing =
-            std::any_of(releases.begin(), releases.end(), [](const Reservation& r) { return r.delta > 0; });
-        if (releasing) append_releases(releases, keys, args);
-        cmd = script_command(by_sha, by_sha ? account_script_sha1() : std::string(), account_script_source(), keys,
-                             args);
-    } catch (...) {
-        cmd.clear();
+bool append_account_command(std::string& out, const std::vector<Incr>& plain, const std::vector<BoundedIncrs>& groups,
+                            std::int64_t max_ids, std::int64_t ids_ttl, std::string_view op_key, std::int64_t op_ttl,
+                            bool by_sha, const std::vector<Reservation>& releases) {
+    const std::size_t nrel = releases_with_amount(releases);
+    std::size_t nkeys = 2 + plain.size() + nrel, nargs = 6 + 2 * plain.size() + (nrel > 0 ? 1 + 2 * nrel : 0);
+    for (const BoundedIncrs& g : groups) {
+        if (g.incrs.size() != g.overflow_keys.size()) return false;
+        nkeys += 2 * g.incrs.size();
+        nargs += 2 + 2 * g.incrs.size();
     }
-    return cmd;
+    const std::size_t mark = out.size();
+    try {
+        RespWriter w(out);
+        write_script_head(w, nargs, by_sha, by_sha ? account_script_sha1() : std::string(), account_script_source(),
+                          nkeys);
+        w.arg(std::string_view(kStatsIdsKey));
+        w.arg(op_key);
+        for (const Incr& in : plain) w.arg(in.key);
+        for (const BoundedIncrs& g : groups) {
+            for (const Incr& in : g.incrs) w.arg(in.key);
+            for (const std::string& k : g.overflow_keys) w.arg(k);
+        }
+        write_release_keys(w, releases);
+        w.arg(std::string_view("b"));
+        w.arg(max_ids);
+        w.arg(ids_ttl);
+        w.arg(op_ttl);
+        w.arg(static_cast<std::int64_t>(plain.size()));
+        for (const Incr& in : plain) {
+            w.arg(in.delta);
+            w.arg(in.ttl);
+        }
+        w.arg(static_cast<std::int64_t>(groups.size()));
+        for (const BoundedIncrs& g : groups) {
+            w.arg(g.member);
+            w.arg(static_cast<std::int64_t>(g.incrs.size()));
+            for (const Incr& in : g.incrs) {
+                w.arg(in.delta);
+                w.arg(in.ttl);
+            }
+        }
+        if (nrel > 0) write_release_args(w, releases);
+        return true;
+    } catch (...) {
+        out.resize(mark);
+        return false;
+    }
+}
+
+std::string account_command_bounded(const std::vector<Incr>& plain, const std::vector<BoundedIncrs>& groups,
+                                    std::int64_t max_ids, std::int64_t ids_ttl, std::string_view op_key,
+                                    std::int64_t op_ttl, bool by_sha, const std::vector<Reservation>& releases) {
+    std::string out;
+    if (!append_account_command(out, plain, groups, max_ids, ids_ttl, op_key, op_ttl, by_sha, releases)) return {};
+    return out;
 }
 
 const std::string& cancel_script_source() {
@@ -434,51 +463,55 @@ const std::string& cancel_script_source() {
     return source;
 }
 
-std::vector<std::string> cancel_admit_command(const AdmissionPlan& plan, const ReserveAmounts& amounts,
-                                              const std::string& op_key, std::int64_t op_ttl) {
-    std::vector<std::string> keys{op_key};
-    std::vector<std::string> args{std::to_string(op_ttl), "adm"};
-    try {
+std::string cancel_admit_command(const AdmissionPlan& plan, const ReserveAmounts& amounts, std::string_view op_key,
+                                 std::int64_t op_ttl) {
+    return written([&](RespWriter& w) {
         // The counters, then the reservations (in their scope's hash).
-        args.push_back(std::to_string(plan.admit.size()));
-        for (const Incr& in : plan.admit) {
-            keys.push_back(in.key);
-            args.push_back(std::to_string(in.delta));
-        }
-        args.push_back(std::to_string(plan.reject.size()));
-        for (const Incr& in : plan.reject) {
-            keys.push_back(in.key);
-            args.push_back(std::to_string(in.delta));
-        }
-        append_releases(reservation_releases(plan, amounts), keys, args);
-        return script_command(false, std::string(), cancel_script_source(), keys, args);
-    } catch (...) {
-        return {};
-    }
+        const std::vector<Reservation> releases = reservation_releases(plan, amounts);
+        const std::size_t nrel = releases_with_amount(releases);
+        const std::size_t nkeys = 1 + plan.admit.size() + plan.reject.size() + nrel;
+        const std::size_t nargs = 5 + plan.admit.size() + plan.reject.size() + 2 * nrel;
+        write_script_head(w, nargs, false, std::string(), cancel_script_source(), nkeys);
+        w.arg(op_key);
+        for (const Incr& in : plan.admit) w.arg(in.key);
+        for (const Incr& in : plan.reject) w.arg(in.key);
+        write_release_keys(w, releases);
+        w.arg(op_ttl);
+        w.arg(std::string_view("adm"));
+        w.arg(static_cast<std::int64_t>(plan.admit.size()));
+        for (const Incr& in : plan.admit) w.arg(in.delta);
+        w.arg(static_cast<std::int64_t>(plan.reject.size()));
+        for (const Incr& in : plan.reject) w.arg(in.delta);
+        write_release_args(w, releases);
+    });
 }
 
-std::vector<std::string> cancel_account_command(const std::vector<Incr>& plain, const std::vector<BoundedIncrs>& groups,
-                                                const std::string& op_key, std::int64_t op_ttl) {
-    try {
-        std::vector<std::string> keys{op_key};
-        std::vector<std::string> args{std::to_string(op_ttl), "acc", std::to_string(plain.size())};
-        for (const Incr& in : plain) {
-            keys.push_back(in.key);
-            args.push_back(std::to_string(in.delta));
-        }
-        args.push_back(std::to_string(groups.size()));
+std::string cancel_account_command(const std::vector<Incr>& plain, const std::vector<BoundedIncrs>& groups,
+                                   std::string_view op_key, std::int64_t op_ttl) {
+    return written([&](RespWriter& w) {
+        std::size_t nkeys = 1 + plain.size(), nargs = 4 + plain.size();
         for (const BoundedIncrs& g : groups) {
-            args.push_back(std::to_string(g.incrs.size()));
-            for (const Incr& in : g.incrs) {
-                keys.push_back(in.key);
-                args.push_back(std::to_string(in.delta));
-            }
-            keys.insert(keys.end(), g.overflow_keys.begin(), g.overflow_keys.end());
+            if (g.incrs.size() != g.overflow_keys.size()) throw std::invalid_argument("overflow keys");
+            nkeys += 2 * g.incrs.size();
+            nargs += 1 + g.incrs.size();
         }
-        return script_command(false, std::string(), cancel_script_source(), keys, args);
-    } catch (...) {
-        return {};
-    }
+        write_script_head(w, nargs, false, std::string(), cancel_script_source(), nkeys);
+        w.arg(op_key);
+        for (const Incr& in : plain) w.arg(in.key);
+        for (const BoundedIncrs& g : groups) {
+            for (const Incr& in : g.incrs) w.arg(in.key);
+            for (const std::string& k : g.overflow_keys) w.arg(k);
+        }
+        w.arg(op_ttl);
+        w.arg(std::string_view("acc"));
+        w.arg(static_cast<std::int64_t>(plain.size()));
+        for (const Incr& in : plain) w.arg(in.delta);
+        w.arg(static_cast<std::int64_t>(groups.size()));
+        for (const BoundedIncrs& g : groups) {
+            w.arg(static_cast<std::int64_t>(g.incrs.size()));
+            for (const Incr& in : g.incrs) w.arg(in.delta);
+        }
+    });
 }
 
 const std::string& admit_script_source() {
@@ -534,7 +567,6 @@ bool append_admit_command(std::string& out, const AdmissionPlan& plan, const Res
         }
         if (op) w.arg(op_key);
         // ARGV
-        std::string field;
         w.arg(static_cast<std::int64_t>(plan.checks.size()));
         for (const Check& c : plan.checks) {
             w.arg(static_cast<std::int64_t>(c.keys.size() + (c.reserves ? 1 : 0)));
@@ -544,8 +576,7 @@ bool append_admit_command(std::string& out, const AdmissionPlan& plan, const Res
             if (c.reserves) {
                 // The field of the oldest live slot: the check sums that
                 // measure's fields from it on.
-                assign_reserved_field(field, c.measure == Measure::Tokens, c.reserved_oldest);
-                w.arg(field);
+                write_field(w, c.measure == Measure::Tokens, c.reserved_oldest);
             } else {
                 w.arg(std::string_view("0"));
             }
@@ -567,8 +598,7 @@ bool append_admit_command(std::string& out, const AdmissionPlan& plan, const Res
         for (const Reservation& r : plan.reserve) {
             const std::int64_t amount = reserve_amount(amounts, r.measure);
             if (amount <= 0) continue;
-            assign_reserved_field(field, r.measure == Measure::Tokens, r.slot);
-            w.arg(field);
+            write_field(w, r.measure == Measure::Tokens, r.slot);
             w.arg(amount);
             w.arg(r.ttl);
         }

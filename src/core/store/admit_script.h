@@ -138,10 +138,16 @@ struct BoundedIncrs {
     std::vector<Incr> incrs;
     std::vector<std::string> overflow_keys;   // one per incr
 };
-std::vector<std::string> account_command_bounded(const std::vector<Incr>& plain, const std::vector<BoundedIncrs>& groups,
-                                                 std::int64_t max_ids, std::int64_t ids_ttl, const std::string& op_key,
-                                                 std::int64_t op_ttl, bool by_sha = true,
-                                                 const std::vector<Reservation>& releases = {});
+// Written straight into out (false, out unchanged: a group whose overflow
+// keys do not match its counters, or out of memory), or as a string of its
+// own ("" on failure).
+bool append_account_command(std::string& out, const std::vector<Incr>& plain, const std::vector<BoundedIncrs>& groups,
+                            std::int64_t max_ids, std::int64_t ids_ttl, std::string_view op_key, std::int64_t op_ttl,
+                            bool by_sha = true, const std::vector<Reservation>& releases = {});
+std::string account_command_bounded(const std::vector<Incr>& plain, const std::vector<BoundedIncrs>& groups,
+                                    std::int64_t max_ids, std::int64_t ids_ttl, std::string_view op_key,
+                                    std::int64_t op_ttl, bool by_sha = true,
+                                    const std::vector<Reservation>& releases = {});
 
 // ---- Ops and cancels ----
 // A call whose reply never came (time-out, connection lost) may still run
@@ -162,13 +168,14 @@ std::vector<std::string> account_command_bounded(const std::vector<Incr>& plain,
 // {2}: the op was cancelled before it ran.
 std::string admit_command_op(const AdmissionPlan& plan, const ReserveAmounts& amounts, std::string_view op_key,
                              std::int64_t op_ttl, bool by_sha = true);
-// EVAL of the cancel script for an admission op or an accounting op.
-// Reply: 0 (the op had not run), 1 (its increments were undone).
+// EVAL of the cancel script for an admission op or an accounting op, in
+// RESP ("" on failure). Reply: 0 (the op had not run), 1 (its increments
+// were undone).
 const std::string& cancel_script_source();
-std::vector<std::string> cancel_admit_command(const AdmissionPlan& plan, const ReserveAmounts& amounts,
-                                              const std::string& op_key, std::int64_t op_ttl);
-std::vector<std::string> cancel_account_command(const std::vector<Incr>& plain, const std::vector<BoundedIncrs>& groups,
-                                                const std::string& op_key, std::int64_t op_ttl);
+std::string cancel_admit_command(const AdmissionPlan& plan, const ReserveAmounts& amounts, std::string_view op_key,
+                                 std::int64_t op_ttl);
+std::string cancel_account_command(const std::vector<Incr>& plain, const std::vector<BoundedIncrs>& groups,
+                                   std::string_view op_key, std::int64_t op_ttl);
 
 // The post-response accounting batch, pipelined (not atomic, not a script):
 // per Incr, in order, two commands, so 2 * incrs.size() replies:

@@ -276,8 +276,18 @@ void RespWriter::command(std::size_t nargs) {
 }
 
 void RespWriter::arg(std::string_view bytes) {
-    char line[24];
-    out_.append(line, static_cast<std::size_t>(put_length_line(line, '$', bytes.size()) - line));
+    // A short argument (a key, a number, a field) goes in with one append.
+    char buf[160];
+    if (bytes.size() <= sizeof buf - 24) {
+        char* p = put_length_line(buf, '$', bytes.size());
+        if (!bytes.empty()) std::memcpy(p, bytes.data(), bytes.size());
+        p += bytes.size();
+        *p++ = '\r';
+        *p++ = '\n';
+        out_.append(buf, static_cast<std::size_t>(p - buf));
+        return;
+    }
+    out_.append(buf, static_cast<std::size_t>(put_length_line(buf, '$', bytes.size()) - buf));
     out_.append(bytes.data(), bytes.size());
     out_.append("\r\n", 2);
 }

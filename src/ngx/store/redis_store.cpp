@@ -159,15 +159,23 @@ public:
         send_cancels();
         auto batch = std::make_shared<AccountBatch>(account_batch(owned->deltas, now));
         auto op = std::make_shared<std::string>(next_op());
-        auto command = [batch, op, owned](bool by_sha) {
-            return account_command_bounded(batch->plain, batch->groups, kMaxStatIds, ttl_seconds(Window::Day), *op,
-                                           kOpTtl, by_sha, owned->releases);
-        };
-        conn_.exec({command(true)}, [this, owned, now, batch, op, command, done = std::move(done)](
-                                        const std::string& err, std::vector<RespValue>& replies) mutable {
+        wire_.clear();
+        if (!append_account_command(wire_, batch->plain, batch->groups, kMaxStatIds, ttl_seconds(Window::Day), *op,
+                                    kOpTtl, true, owned->releases)) {
+            return finish_apply("out of memory writing the accounting command", {}, owned, now, std::move(done));
+        }
+        conn_.exec_encoded(wire_, 1, [this, owned, now, batch, op, done = std::move(done)](
+                                         const std::string& err, std::vector<RespValue>& replies) mutable {
             if (err.empty() && is_noscript_error(replies[0])) {
-                conn_.exec({command(false)}, [this, owned, now, batch, op, done = std::move(done)](
-                                                 const std::string& err2, std::vector<RespValue>& r2) mutable {
+                const std::string eval = account_command_bounded(batch->plain, batch->groups, kMaxStatIds,
+                                                                 ttl_seconds(Window::Day), *op, kOpTtl, false,
+                                                                 owned->releases);
+                if (eval.empty()) {
+                    return finish_apply("out of memory writing the accounting command", {}, owned, now,
+                                        std::move(done));
+                }
+                conn_.exec_encoded(eval, 1, [this, owned, now, batch, op, done = std::move(done)](
+                                                const std::string& err2, std::vector<RespValue>& r2) mutable {
                     if (!err2.empty()) queue_cancel(cancel_account_command(batch->plain, batch->groups, *op, kOpTtl));
                     finish_apply(err2, r2, owned, now, std::move(done));
                 });
@@ -291,7 +299,7 @@ private:
     }
 
     // Runs inside connection callbacks: never throws.
-    void queue_cancel(std::vector<std::string> cmd) noexcept {
+    void queue_cancel(std::string cmd) noexcept {
         if (cmd.empty()) return;
         try {
             if (cancels_.size() >= kMaxPendingCancels) {
@@ -311,8 +319,10 @@ private:
     void send_cancels() noexcept {
         if (cancels_.empty() || cancels_in_flight_) return;
         try {
-            auto batch = std::make_shared<std::vector<std::vector<std::string>>>(cancels_.begin(), cancels_.end());
-            conn_.exec(*batch, [this, batch](const std::string& err, std::vector<RespValue>& replies) {
+            auto batch = std::make_shared<std::vector<std::string>>(cancels_.begin(), cancels_.end());
+            std::string wire;
+            for (const std::string& c : *batch) wire += c;
+            conn_.exec_encoded(wire, batch->size(), [this, batch](const std::string& err, std::vector<RespValue>& replies) {
                 cancels_in_flight_ = false;
                 bool ok = err.empty() && replies.size() == batch->size();
                 for (std::size_t i = 0; ok && i < replies.size(); ++i) ok = replies[i].type == RespValue::Type::Integer;
@@ -385,7 +395,7 @@ private:
     RedisConn conn_;
     std::string wire_;                  // scratch: a command written straight to RESP
     std::size_t telemetry_in_flight_ = 0;
-    std::deque<std::vector<std::string>> cancels_;
+    std::deque<std::string> cancels_;        // cancel script calls, in RESP
     bool cancels_in_flight_ = false;
     std::size_t events_in_flight_ = 0;
     std::int64_t last_mirror_log_ms_ = 0;
