@@ -92,7 +92,7 @@ struct RequestCtx {
     AdmissionResult admit_result;
     // llm_gateway_budget_mode reserve: what settling releases (empty: no
     // reservation held).
-    std::vector<Reservation> releases;
+    HeldReservation held;
     // llm_gateway_ratelimit_headers: the limits admission checked, and the
     // headers that say what remains (added to the client's head once).
     std::vector<LimitShape> limit_shapes;

@@ -158,19 +158,18 @@ bool decode_args(const std::vector<std::string>& keys, const std::vector<std::st
     return a == argv.size() && k == keys.size();
 }
 
-// A reservation's reserved counter (the key of its slot), and a release of
-// amount from the counter of such a key.
+// A reservation's reserved counter (the key of its slot), and the
+// reservation of such a key.
 std::string slot_key(const Reservation& r) {
     return reserved_key_in(reserved_record_scope(r.record), r.measure == Measure::Tokens, r.slot);
 }
-Reservation release_of(const std::string& key, std::int64_t amount) {
+Reservation release_of(const std::string& key) {
     std::string_view scope;
     Reservation r;
     bool tokens = false;
     EXPECT_TRUE(split_reserved_key(key, scope, r.slot, tokens)) << key;
     assign_reserved_record_key(r.record, scope);
     r.measure = tokens ? Measure::Tokens : Measure::Cost;
-    r.delta = amount;
     return r;
 }
 
@@ -277,18 +276,16 @@ TEST(AdmitScript, AccountingAndCancelLayouts) {
     g.member = "model:m";
     g.incrs = {{"g:1", 2, 70}};
     g.overflow_keys = {"o:1"};
-    Reservation rel;
-    rel.record = "llmgw:user:a:rsv";
-    rel.measure = Measure::Cost;
-    rel.slot = 12;
-    rel.delta = 300;
+    AdmissionPlan held_plan;
+    held_plan.reserve.push_back(Reservation{"llmgw:user:a:rsv", Measure::Cost, 12, 600});
+    HeldReservation rel{std::make_shared<const AdmissionPlan>(held_plan), ReserveAmounts{0, 300}};
     const std::string sha = account_script_sha1();
-    EXPECT_EQ(argv_of(account_command_bounded(plain, {g}, 10, 99, "op:a", 300, true, {rel})),
+    EXPECT_EQ(argv_of(account_command_bounded(plain, {g}, 10, 99, "op:a", 300, true, rel)),
               (std::vector<std::string>{"EVALSHA", sha, "6", kStatsIdsKey, "op:a", "p:1", "g:1", "o:1",
                                         "llmgw:user:a:rsv", "b", "10", "99", "300", "1", "5", "60", "1", "model:m", "1",
                                         "2", "70", "1", "c12", "-300"}));
-    rel.delta = 0;   // nothing to release: no section
-    EXPECT_EQ(argv_of(account_command_bounded(plain, {}, 10, 99, "op:a", 300, true, {rel})),
+    rel.amounts = ReserveAmounts{300, 0};   // nothing to release: no section
+    EXPECT_EQ(argv_of(account_command_bounded(plain, {}, 10, 99, "op:a", 300, true, rel)),
               (std::vector<std::string>{"EVALSHA", sha, "3", kStatsIdsKey, "op:a", "p:1", "b", "10", "99", "300", "1",
                                         "5", "60", "0"}));
     g.overflow_keys.clear();   // a group without its overflow keys
@@ -1067,11 +1064,12 @@ TEST_F(AdmitScriptRedis, ReservationsHoldAndSettle) {
     int admitted = 0;
     for (int i = 0; i < 5; ++i) admitted += admit_ok(plan, amounts).admitted ? 1 : 0;
     EXPECT_EQ(admitted, 3);                                    // 3 * 300 <= 1000 < 4 * 300
-    const std::vector<Reservation> rel = reservation_releases(plan, amounts);
-    ASSERT_EQ(rel.size(), 1u);
-    const std::string hash = hash_of(slot_key(rel[0]));
+    const HeldReservation rel{std::make_shared<const AdmissionPlan>(plan), amounts};
+    ASSERT_EQ(plan.reserve.size(), 1u);
+    const std::string reserved = slot_key(plan.reserve[0]);
+    const std::string hash = hash_of(reserved);
     EXPECT_EQ(hash, "llmgw:user:alice:rsv");
-    EXPECT_EQ(rget(slot_key(rel[0])), 900);
+    EXPECT_EQ(rget(reserved), 900);
     EXPECT_EQ(c_.call({"HLEN", hash}).integer, 1);
     EXPECT_GE(ttl(hash), 600);
     EXPECT_LE(ttl(hash), reserve_key_ttl(kNow, 600));
@@ -1080,7 +1078,7 @@ TEST_F(AdmitScriptRedis, ReservationsHoldAndSettle) {
                                   {key("user", "alice", "tokout", Window::Day), 20, 1000}};
     RespValue v = c_.call_wire(account_command_bounded(usage, {}, 10, 1000, "op:r1", 3600, false, rel));
     ASSERT_EQ(v.type, T::Integer) << v.str;
-    EXPECT_EQ(rget(slot_key(rel[0])), 600);
+    EXPECT_EQ(rget(reserved), 600);
     EXPECT_EQ(get(key("user", "alice", "tokin", Window::Day)), 80);
     AdmissionResult r = admit_ok(plan, amounts);               // 100 + 600 + 300 <= 1000
     EXPECT_TRUE(r.admitted);
@@ -1088,11 +1086,11 @@ TEST_F(AdmitScriptRedis, ReservationsHoldAndSettle) {
     // The rest settle with no usage: the field stays at 0, the hash keeps
     // its TTL, and the slot's next reservation does not set it again.
     for (int i = 0; i < 3; ++i) c_.call_wire(account_command_bounded({}, {}, 10, 1000, "op:z" + std::to_string(i), 3600, false, rel));
-    EXPECT_TRUE(rexists(slot_key(rel[0])));
-    EXPECT_EQ(rget(slot_key(rel[0])), 0);
+    EXPECT_TRUE(rexists(reserved));
+    EXPECT_EQ(rget(reserved), 0);
     c_.call({"EXPIRE", hash, "5000"});
     EXPECT_TRUE(admit_ok(plan, amounts).admitted);
-    EXPECT_EQ(rget(slot_key(rel[0])), 300);
+    EXPECT_EQ(rget(reserved), 300);
     EXPECT_GT(ttl(hash), 4000);
     EXPECT_LE(ttl(hash), 5000);
     // A late settle: the hash has expired; it is not created negative.
@@ -1140,7 +1138,9 @@ TEST_F(AdmitScriptRedis, ReservedFieldsOfLapsedSlotsAreDeleted) {
     EXPECT_FALSE(r.admitted);                                  // 950 + 40 + 20 > 1000
     EXPECT_EQ(r.check_index, 1);
     // A release of the lapsed field: not brought back; the others stay.
-    const std::vector<Reservation> rel{release_of(tok_lapsed, 500), release_of(cost_live, 950)};
+    AdmissionPlan lapsed;
+    lapsed.reserve = {release_of(tok_lapsed), release_of(cost_live)};
+    const HeldReservation rel{std::make_shared<const AdmissionPlan>(lapsed), ReserveAmounts{500, 950}};
     RespValue v = c_.call_wire(account_command_bounded({}, {}, 10, 1000, "op:l", 3600, false, rel));
     ASSERT_EQ(v.type, T::Integer) << v.str;
     EXPECT_FALSE(rexists(tok_lapsed));
@@ -1161,7 +1161,7 @@ TEST_F(AdmitScriptRedis, AReservationIsCancelledWithItsAdmission) {
     const std::vector<Scope> scopes = {{"user", "alice", &user}};
     AdmissionPlan plan = build_admission_plan(scopes, kNow, false, 600);
     const ReserveAmounts amounts{0, 700};
-    const std::string rk = slot_key(reservation_releases(plan, amounts).at(0));
+    const std::string rk = slot_key(plan.reserve.at(0));
     const std::string hash = hash_of(rk);
     RespValue v = c_.call(cmd_admit_op(plan, amounts, "op:res", 3600, false));
     ASSERT_EQ(v.type, T::Array) << v.str;

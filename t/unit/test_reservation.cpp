@@ -21,13 +21,20 @@ std::string slot_key(const Reservation& r) {
 }
 
 struct Kv : test::MapKv {
-    void release(const std::vector<Reservation>& rel) {
-        for (const Reservation& r : rel) {
+    void release(const HeldReservation& held) {
+        for_each_reserved(held.plan->reserve, held.amounts, [this](const Reservation& r, std::int64_t amount) {
             const auto it = m.find(slot_key(r));
-            if (it != m.end()) it->second = it->second > r.delta ? it->second - r.delta : 0;
-        }
+            if (it != m.end()) it->second = it->second > amount ? it->second - amount : 0;
+        });
     }
 };
+
+// What releasing takes back, per reservation.
+std::vector<std::int64_t> released(const AdmissionPlan& plan, const ReserveAmounts& amounts) {
+    std::vector<std::int64_t> out;
+    for_each_reserved(plan.reserve, amounts, [&out](const Reservation&, std::int64_t a) { out.push_back(a); });
+    return out;
+}
 
 const auto scopes = test::caller_scopes;
 
@@ -77,17 +84,17 @@ TEST(Reservation, ThePlanSumsReservedCountersAndReservesPerScope) {
     EXPECT_EQ(slot_key(plan.reserve[0]), reserved_key("user", "alice", Measure::Tokens, reserve_slot(kNow, 600)));
     EXPECT_EQ(slot_key(plan.reserve[1]), reserved_key("group", "eng", Measure::Cost, reserve_slot(kNow, 600)));
     EXPECT_EQ(plan.reserve[0].ttl, reserve_key_ttl(kNow, 600));
-    EXPECT_TRUE(reservation_releases(plan, {}).empty());    // a request that reserves nothing
+    EXPECT_TRUE(released(plan, {}).empty());                // a request that reserves nothing
+    EXPECT_FALSE((HeldReservation{std::make_shared<const AdmissionPlan>(plan), {}}).any());
     const ReserveAmounts amounts{250, 1500};
     EXPECT_EQ(check_add(plan.checks[0], amounts), 1);
     EXPECT_EQ(check_add(plan.checks[1], amounts), 250);
     EXPECT_EQ(check_add(plan.checks[2], amounts), 250);
     EXPECT_EQ(check_add(plan.checks[3], amounts), 1500);
     EXPECT_EQ(plan.checks[1].add, 0);                       // the plan itself does not change
-    const std::vector<Reservation> rel = reservation_releases(plan, amounts);
-    ASSERT_EQ(rel.size(), 2u);
-    EXPECT_EQ(rel[0].delta, 250);
-    EXPECT_EQ(rel[1].delta, 1500);
+    EXPECT_EQ(released(plan, amounts), (std::vector<std::int64_t>{250, 1500}));
+    EXPECT_TRUE((HeldReservation{std::make_shared<const AdmissionPlan>(plan), amounts}).any());
+    EXPECT_FALSE(HeldReservation().any());
     // Check mode: no reserved counters anywhere.
     const AdmissionPlan off = build_admission_plan(scopes(u, g), kNow, true);
     EXPECT_TRUE(off.reserve.empty());
@@ -112,9 +119,9 @@ TEST(Reservation, ConcurrentAdmissionsNeverOvercommit) {
         if (r.admitted) ++admitted;
     }
     EXPECT_EQ(admitted, 10);
-    const std::vector<Reservation> rel = reservation_releases(plan, amounts);
-    ASSERT_EQ(rel.size(), 1u);
-    EXPECT_EQ(kv.m[slot_key(rel[0])], 10000);
+    const HeldReservation rel{std::make_shared<const AdmissionPlan>(plan), amounts};
+    ASSERT_EQ(released(plan, amounts).size(), 1u);
+    EXPECT_EQ(kv.m[slot_key(plan.reserve[0])], 10000);
     // One settles at 400 of its 1000.
     kv.release(rel);
     kv.m[counter_key("user", "alice", "cost", Window::Day, bucket(Window::Day, kNow))] += 400;
@@ -155,7 +162,7 @@ TEST(Reservation, EstimatesAndAmounts) {
     const ReserveAmounts negative{-5, -1};                  // never below 0
     EXPECT_EQ(check_add(plan.checks[0], negative), 0);
     EXPECT_EQ(reserve_amount(negative, Measure::Cost), 0);
-    EXPECT_TRUE(reservation_releases(plan, negative).empty());
+    EXPECT_TRUE(released(plan, negative).empty());
 }
 
 TEST(Reservation, MaxOutputOfARequest) {

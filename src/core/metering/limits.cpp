@@ -271,7 +271,7 @@ AdmissionPlan build_admission_plan(const std::vector<Scope>& scopes, std::time_t
         for (const Measure m : {Measure::Tokens, Measure::Cost}) {
             if (!reserves[static_cast<int>(m)]) continue;
             plan.reserve.push_back(Reservation{reserved_record_key(s.kind, s.id), m, reserve_slot(now, reserve_ttl),
-                                               reserve_key_ttl(now, reserve_ttl), 0});
+                                               reserve_key_ttl(now, reserve_ttl)});
         }
     }
     const std::string day = bucket(Window::Day, now);

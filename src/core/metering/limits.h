@@ -76,14 +76,12 @@ struct Incr {
 // scope's record of reserved counters (reserved_record_key), the measure
 // and slot, and the TTL the slot's counter gets when created. Built once
 // per second with the plan, so a request never builds or parses a reserved
-// counter's key. In a plan delta is 0 (each request reserves its own
-// ReserveAmounts); in a release it is the amount to take back.
+// counter's key; each request reserves its own ReserveAmounts in it.
 struct Reservation {
     std::string record;
     Measure measure = Measure::Tokens;
     std::int64_t slot = 0;
     std::int64_t ttl = 0;           // seconds
-    std::int64_t delta = 0;
 };
 
 // A request's worst case (llm_gateway_budget_mode reserve), reserved

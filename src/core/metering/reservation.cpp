@@ -41,16 +41,11 @@ std::int64_t estimate_input_tokens(std::size_t body_bytes) {
     return static_cast<std::int64_t>((body_bytes + 3) / 4);
 }
 
-std::vector<Reservation> reservation_releases(const AdmissionPlan& plan, const ReserveAmounts& amounts) {
-    std::vector<Reservation> out;
-    for (const Reservation& r : plan.reserve) {
-        const std::int64_t amount = reserve_amount(amounts, r.measure);
-        if (amount <= 0) continue;
-        if (out.empty()) out.reserve(plan.reserve.size());
-        out.push_back(r);
-        out.back().delta = amount;
-    }
-    return out;
+bool HeldReservation::any() const {
+    if (plan == nullptr) return false;
+    bool held = false;
+    for_each_reserved(plan->reserve, amounts, [&held](const Reservation&, std::int64_t) { held = true; });
+    return held;
 }
 
 }  // namespace llmgw

@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <ctime>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -45,10 +46,26 @@ std::string reserved_key(std::string_view kind, std::string_view id, Measure m, 
 // The estimate of a request's input tokens: body bytes / 4, rounded up.
 std::int64_t estimate_input_tokens(std::size_t body_bytes);
 
-// What releasing a request's reservation (its amounts against the plan it
-// was admitted by) takes from the reserved counters: the plan's
-// reservations with an amount above 0, delta the amount to take away (only
-// from counters that still exist).
-std::vector<Reservation> reservation_releases(const AdmissionPlan& plan, const ReserveAmounts& amounts);
+// Calls f(reservation, amount) for each reservation with an amount above 0,
+// in order: what a request reserved, and what releasing it takes back.
+template <typename F>
+void for_each_reserved(const std::vector<Reservation>& reserve, const ReserveAmounts& amounts, F f) {
+    for (const Reservation& r : reserve) {
+        const std::int64_t amount = reserve_amount(amounts, r.measure);
+        if (amount > 0) f(r, amount);
+    }
+}
+
+// A request's reservation while it is held: the plan that admitted it
+// (shared and never changed, so holding it costs a reference, not a copy)
+// and the request's amounts. Releasing takes each reservation's amount back
+// from its counter, only while that exists, never below 0.
+struct HeldReservation {
+    std::shared_ptr<const AdmissionPlan> plan;
+    ReserveAmounts amounts;
+    // Whether anything is held: a reservation with an amount above 0.
+    bool any() const;
+    void clear() { *this = HeldReservation(); }
+};
 
 }  // namespace llmgw

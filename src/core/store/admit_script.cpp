@@ -305,15 +305,13 @@ return 1
 // Reservations given back, as the accounting and cancel scripts take them:
 // per release with an amount, KEYS its scope's hash; ARGV their number, then
 // per release its field and minus the amount.
-std::size_t releases_with_amount(const std::vector<Reservation>& releases) {
+std::size_t reserved_count(const std::vector<Reservation>& reserve, const ReserveAmounts& amounts) {
     std::size_t n = 0;
-    for (const Reservation& r : releases) n += r.delta > 0 ? 1 : 0;
+    for_each_reserved(reserve, amounts, [&n](const Reservation&, std::int64_t) { ++n; });
     return n;
 }
-void write_release_keys(RespWriter& w, const std::vector<Reservation>& releases) {
-    for (const Reservation& r : releases) {
-        if (r.delta > 0) w.arg(r.record);
-    }
+void write_release_keys(RespWriter& w, const std::vector<Reservation>& reserve, const ReserveAmounts& amounts) {
+    for_each_reserved(reserve, amounts, [&w](const Reservation& r, std::int64_t) { w.arg(r.record); });
 }
 // A slot's field in its scope's hash, as one argument.
 void write_field(RespWriter& w, bool tokens, std::int64_t slot) {
@@ -321,13 +319,12 @@ void write_field(RespWriter& w, bool tokens, std::int64_t slot) {
     w.arg(std::string_view(field, static_cast<std::size_t>(put_reserved_field(field, tokens, slot) - field)));
 }
 
-void write_release_args(RespWriter& w, const std::vector<Reservation>& releases) {
-    w.arg(static_cast<std::int64_t>(releases_with_amount(releases)));
-    for (const Reservation& r : releases) {
-        if (r.delta <= 0) continue;
+void write_release_args(RespWriter& w, const std::vector<Reservation>& reserve, const ReserveAmounts& amounts) {
+    w.arg(static_cast<std::int64_t>(reserved_count(reserve, amounts)));
+    for_each_reserved(reserve, amounts, [&w](const Reservation& r, std::int64_t amount) {
         write_field(w, r.measure == Measure::Tokens, r.slot);
-        w.arg(-r.delta);
-    }
+        w.arg(-amount);
+    });
 }
 
 // A script call's head: EVALSHA sha1 or EVAL source, then the key count.
@@ -403,8 +400,10 @@ std::vector<std::string> account_command(const std::vector<Incr>& incrs, bool by
 
 bool append_account_command(std::string& out, const std::vector<Incr>& plain, const std::vector<BoundedIncrs>& groups,
                             std::int64_t max_ids, std::int64_t ids_ttl, std::string_view op_key, std::int64_t op_ttl,
-                            bool by_sha, const std::vector<Reservation>& releases) {
-    const std::size_t nrel = releases_with_amount(releases);
+                            bool by_sha, const HeldReservation& releases) {
+    static const std::vector<Reservation> kNone;
+    const std::vector<Reservation>& reserve = releases.plan != nullptr ? releases.plan->reserve : kNone;
+    const std::size_t nrel = reserved_count(reserve, releases.amounts);
     std::size_t nkeys = 2 + plain.size() + nrel, nargs = 6 + 2 * plain.size() + (nrel > 0 ? 1 + 2 * nrel : 0);
     for (const BoundedIncrs& g : groups) {
         if (g.incrs.size() != g.overflow_keys.size()) return false;
@@ -423,7 +422,7 @@ bool append_account_command(std::string& out, const std::vector<Incr>& plain, co
             for (const Incr& in : g.incrs) w.arg(in.key);
             for (const std::string& k : g.overflow_keys) w.arg(k);
         }
-        write_release_keys(w, releases);
+        write_release_keys(w, reserve, releases.amounts);
         w.arg(std::string_view("b"));
         w.arg(max_ids);
         w.arg(ids_ttl);
@@ -442,7 +441,7 @@ bool append_account_command(std::string& out, const std::vector<Incr>& plain, co
                 w.arg(in.ttl);
             }
         }
-        if (nrel > 0) write_release_args(w, releases);
+        if (nrel > 0) write_release_args(w, reserve, releases.amounts);
         return true;
     } catch (...) {
         out.resize(mark);
@@ -452,7 +451,7 @@ bool append_account_command(std::string& out, const std::vector<Incr>& plain, co
 
 std::string account_command_bounded(const std::vector<Incr>& plain, const std::vector<BoundedIncrs>& groups,
                                     std::int64_t max_ids, std::int64_t ids_ttl, std::string_view op_key,
-                                    std::int64_t op_ttl, bool by_sha, const std::vector<Reservation>& releases) {
+                                    std::int64_t op_ttl, bool by_sha, const HeldReservation& releases) {
     std::string out;
     if (!append_account_command(out, plain, groups, max_ids, ids_ttl, op_key, op_ttl, by_sha, releases)) return {};
     return out;
@@ -467,22 +466,21 @@ std::string cancel_admit_command(const AdmissionPlan& plan, const ReserveAmounts
                                  std::int64_t op_ttl) {
     return written([&](RespWriter& w) {
         // The counters, then the reservations (in their scope's hash).
-        const std::vector<Reservation> releases = reservation_releases(plan, amounts);
-        const std::size_t nrel = releases_with_amount(releases);
+        const std::size_t nrel = reserved_count(plan.reserve, amounts);
         const std::size_t nkeys = 1 + plan.admit.size() + plan.reject.size() + nrel;
         const std::size_t nargs = 5 + plan.admit.size() + plan.reject.size() + 2 * nrel;
         write_script_head(w, nargs, false, std::string(), cancel_script_source(), nkeys);
         w.arg(op_key);
         for (const Incr& in : plan.admit) w.arg(in.key);
         for (const Incr& in : plan.reject) w.arg(in.key);
-        write_release_keys(w, releases);
+        write_release_keys(w, plan.reserve, amounts);
         w.arg(op_ttl);
         w.arg(std::string_view("adm"));
         w.arg(static_cast<std::int64_t>(plan.admit.size()));
         for (const Incr& in : plan.admit) w.arg(in.delta);
         w.arg(static_cast<std::int64_t>(plan.reject.size()));
         for (const Incr& in : plan.reject) w.arg(in.delta);
-        write_release_args(w, releases);
+        write_release_args(w, plan.reserve, amounts);
     });
 }
 
@@ -538,7 +536,7 @@ bool append_admit_command(std::string& out, const AdmissionPlan& plan, const Res
         if (c.reserves && c.reserved_record.empty()) return false;
         nkeys += c.keys.size() + (c.reserves ? 1 : 0);
     }
-    for (const Reservation& r : plan.reserve) nres += reserve_amount(amounts, r.measure) > 0 ? 1 : 0;
+    nres = reserved_count(plan.reserve, amounts);
     nkeys += nres;
     const std::size_t nargs =
         4 + 4 * plan.checks.size() + 2 * (plan.admit.size() + plan.reject.size()) + 3 * nres + (op ? 1 : 0);
@@ -562,9 +560,7 @@ bool append_admit_command(std::string& out, const AdmissionPlan& plan, const Res
         }
         for (const Incr& in : plan.admit) w.arg(in.key);
         for (const Incr& in : plan.reject) w.arg(in.key);
-        for (const Reservation& r : plan.reserve) {
-            if (reserve_amount(amounts, r.measure) > 0) w.arg(r.record);
-        }
+        for_each_reserved(plan.reserve, amounts, [&w](const Reservation& r, std::int64_t) { w.arg(r.record); });
         if (op) w.arg(op_key);
         // ARGV
         w.arg(static_cast<std::int64_t>(plan.checks.size()));
@@ -595,13 +591,11 @@ bool append_admit_command(std::string& out, const AdmissionPlan& plan, const Res
         // admitted, cheaper than the counters' saturating bump), and only
         // those that reserve something.
         w.arg(static_cast<std::int64_t>(nres));
-        for (const Reservation& r : plan.reserve) {
-            const std::int64_t amount = reserve_amount(amounts, r.measure);
-            if (amount <= 0) continue;
+        for_each_reserved(plan.reserve, amounts, [&w](const Reservation& r, std::int64_t amount) {
             write_field(w, r.measure == Measure::Tokens, r.slot);
             w.arg(amount);
             w.arg(r.ttl);
-        }
+        });
         if (op) w.arg(op_ttl);
         return true;
     } catch (...) {

@@ -69,6 +69,7 @@
 
 #include "core/metering/keys.h"
 #include "core/metering/limits.h"
+#include "core/metering/reservation.h"
 #include "core/store/resp.h"
 
 namespace llmgw {
@@ -120,16 +121,16 @@ std::vector<std::string> account_command(const std::vector<Incr>& incrs, bool by
 // (SET NX EX op_ttl) and writes nothing when that fails (reply -1); at the
 // end the op key records "w" and one character per group, '0' own keys,
 // '1' overflow keys.
-// releases: a reservation's release (core/metering/reservation.h), in the
-// same call: each reserved counter (a field of its scope's hash) is
-// HINCRBY'd minus its delta and deleted when that leaves it below 0, so a
+// releases: a held reservation (core/metering/reservation.h), released in
+// the same call: each reserved counter (a field of its scope's hash) is
+// HINCRBY'd minus its amount and deleted when that leaves it below 0, so a
 // field or hash that had lapsed is not brought back (a field at 0 stays
 // until its slot lapses and the next admission of the scope deletes it).
 // Layout: KEYS = set, op key, plain keys, per group its keys then its
 // overflow keys, then the release hashes; ARGV = "b", max_ids, ids_ttl,
 // op_ttl, nplain, (delta, ttl) per plain counter, ngroups, per group:
-// member, n, (delta, ttl) per counter, then nrelease, (field, -delta) per
-// release (those with a delta above 0).
+// member, n, (delta, ttl) per counter, then, when something is released,
+// nrelease and (field, -amount) per reservation with an amount above 0.
 // Reply: Integer, the number of counters written (-1: cancelled before).
 // A cancel (below) undoes the increments, not the releases: a reservation
 // released twice is at worst released early.
@@ -143,11 +144,11 @@ struct BoundedIncrs {
 // own ("" on failure).
 bool append_account_command(std::string& out, const std::vector<Incr>& plain, const std::vector<BoundedIncrs>& groups,
                             std::int64_t max_ids, std::int64_t ids_ttl, std::string_view op_key, std::int64_t op_ttl,
-                            bool by_sha = true, const std::vector<Reservation>& releases = {});
+                            bool by_sha = true, const HeldReservation& releases = {});
 std::string account_command_bounded(const std::vector<Incr>& plain, const std::vector<BoundedIncrs>& groups,
                                     std::int64_t max_ids, std::int64_t ids_ttl, std::string_view op_key,
                                     std::int64_t op_ttl, bool by_sha = true,
-                                    const std::vector<Reservation>& releases = {});
+                                    const HeldReservation& releases = {});
 
 // ---- Ops and cancels ----
 // A call whose reply never came (time-out, connection lost) may still run

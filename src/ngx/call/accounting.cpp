@@ -84,7 +84,7 @@ std::string provmodel_of(const RequestCtx& ctx, const Call& c) {
 Tally tally_of(const RequestCtx& ctx) { return ctx.route != nullptr ? ctx.route->tally : Tally::Tokens; }
 
 void apply(CounterStore* store, const std::vector<ScopeDelta>& deltas, std::time_t now,
-           std::vector<Reservation> releases = {}) {
+           HeldReservation releases = {}) {
     store->settle(deltas, std::move(releases), now, [](const StoreReply& rep) {
         if (rep.status != StoreStatus::Ok) {
             ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0, "llm_gateway: accounting dropped: %s", log_text(rep.error).c_str());
@@ -256,13 +256,13 @@ void account_request(ngx_log_t* log, MainConf* mcf, RequestCtx* ctx, bool cancel
     }
     // The reservation (llm_gateway_budget_mode reserve) is released in the
     // same store operation that counts the real usage: the settle.
-    apply(store, deltas, now, std::exchange(ctx->releases, {}));
+    apply(store, deltas, now, std::exchange(ctx->held, {}));
     touch_last_seen(store, scopes, now);
 }
 
 void release_reservation(MainConf* mcf, RequestCtx* ctx) {
-    if (ctx->releases.empty()) return;
-    if (CounterStore* store = counter_store(mcf)) apply(store, {}, ngx_time(), std::exchange(ctx->releases, {}));
+    if (!ctx->held.any()) return;
+    if (CounterStore* store = counter_store(mcf)) apply(store, {}, ngx_time(), std::exchange(ctx->held, {}));
 }
 
 void account_targets(MainConf* mcf, const std::vector<const TargetConf*>& targets) {

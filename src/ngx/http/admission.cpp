@@ -92,7 +92,12 @@ ReserveAmounts reservation_for(const MainConf* mcf, const RequestCtx& ctx) {
     }
     a.tokens = in > INT64_MAX - out ? INT64_MAX : in + out;
     for (const Target& t : ctx.resolved.targets) {
-        const Price* p = mcf->state->prices.find(t.provider->name, provider_type_name(t.provider->type), t.upstream_model);
+        // The first target's price was looked up by the 402 rule.
+        const bool first = ctx.price != nullptr && t.provider == ctx.resolved.provider &&
+                           t.upstream_model == ctx.resolved.upstream_model;
+        const Price* p = first ? ctx.price
+                               : mcf->state->prices.find(t.provider->name, provider_type_name(t.provider->type),
+                                                         t.upstream_model);
         if (p != nullptr) a.cost_micros = std::max(a.cost_micros, cost_micros(*p, in, out));
     }
     return a;
@@ -152,7 +157,7 @@ ngx_int_t admit_request(ngx_http_request_t* r, RequestCtx* ctx) {
     ReserveAmounts amounts;
     if (!plan->reserve.empty()) {
         if (billed) amounts = reservation_for(mcf, *ctx);
-        ctx->releases = reservation_releases(*plan, amounts);
+        ctx->held = HeldReservation{plan, amounts};
     }
     if (billed) cutoff_keep_limits(mcf, ctx, *plan);
 
@@ -178,7 +183,7 @@ ngx_int_t finish_admission(ngx_http_request_t* r, RequestCtx* ctx) {
         ctx->allowance = allowance_headers(tightest_allowances(ctx->limit_shapes, ctx->admit_result, ngx_time()));
     }
     // Nothing was reserved unless the request was admitted.
-    if (ctx->admit_reply.status != StoreStatus::Ok || !ctx->admit_result.admitted) ctx->releases.clear();
+    if (ctx->admit_reply.status != StoreStatus::Ok || !ctx->admit_result.admitted) ctx->held.clear();
     if (ctx->admit_reply.status != StoreStatus::Ok) {
         ngx_log_error(NGX_LOG_WARN, r->connection->log, 0, "llm_gateway: admission refused: %s",
                       log_text(ctx->admit_reply.error).c_str());

@@ -28,7 +28,7 @@ RequestCtx::~RequestCtx() {
     }
     // A reservation no accounting settled (no call was made, or nothing was
     // counted): released now.
-    if (!releases.empty() && mcf != nullptr) {
+    if (held.any() && mcf != nullptr) {
         try {
             release_reservation(mcf, this);
         } catch (...) {

@@ -29,9 +29,9 @@ struct OwnedDeltas {
     std::vector<std::string> strings;   // kind, id, overflow_id per delta
     std::vector<ScopeDelta> deltas;     // viewing strings
 
-    std::vector<Reservation> releases;  // a reservation's (core/metering/reservation.h)
+    HeldReservation releases;           // released in the same call (core/metering/reservation.h)
 
-    OwnedDeltas(const std::vector<ScopeDelta>& in, std::vector<Reservation> rel) : releases(std::move(rel)) {
+    OwnedDeltas(const std::vector<ScopeDelta>& in, HeldReservation rel) : releases(std::move(rel)) {
         strings.reserve(3 * in.size());
         for (const ScopeDelta& d : in) {
             strings.emplace_back(d.kind);
@@ -152,7 +152,7 @@ public:
     // Accounting: one EVALSHA of the accounting script with the bound on
     // statistics ids and the reservation's releases; the shared-memory
     // fallback applies the same deltas and releases.
-    void settle(const std::vector<ScopeDelta>& deltas, std::vector<Reservation> releases, std::time_t now,
+    void settle(const std::vector<ScopeDelta>& deltas, HeldReservation releases, std::time_t now,
                 WriteDone done) override {
         auto owned = std::make_shared<OwnedDeltas>(deltas, std::move(releases));
         if (!latch().should_try(now_ms())) return degraded_apply(owned, now, std::move(done));

@@ -206,10 +206,10 @@ public:
     }
 
     // Takes amount from a reserved counter that still exists, never below 0.
-    void release(const Reservation& r) {
+    void release(const Reservation& r, std::int64_t amount) {
         std::int64_t* v = ring_position(r.record, r.slot, false, 0);
         const int which = r.measure == Measure::Tokens ? 0 : 1;
-        if (v != nullptr) v[2 + which] = v[2 + which] > r.delta ? v[2 + which] - r.delta : 0;
+        if (v != nullptr) v[2 + which] = v[2 + which] > amount ? v[2 + which] - amount : 0;
     }
 
     // A ring entry's position for a slot, and whether it holds that slot,
@@ -402,13 +402,16 @@ public:
     const char* name() const override { return "shm"; }
     bool in_process_ttls() const override { return true; }
 
-    void settle(const std::vector<ScopeDelta>& deltas, std::vector<Reservation> releases, std::time_t,
+    void settle(const std::vector<ScopeDelta>& deltas, HeldReservation releases, std::time_t,
                 WriteDone done) override {
         bool ok, overflowed;
         {
             Locked lock(z_->shpool);
             ZoneTxn txn(z_, ngx_time());
-            for (const Reservation& r : releases) txn.release(r);
+            if (releases.plan != nullptr) {
+                for_each_reserved(releases.plan->reserve, releases.amounts,
+                                  [&txn](const Reservation& r, std::int64_t amount) { txn.release(r, amount); });
+            }
             ok = txn.apply(deltas);
             overflowed = txn.overflowed();
         }

@@ -11,6 +11,7 @@
 
 #include "core/metering/accounting.h"
 #include "core/metering/limits.h"
+#include "core/metering/reservation.h"
 #include "core/store/latch.h"
 #include "ngx/ngx_incl.h"
 
@@ -51,7 +52,7 @@ public:
     // The same, releasing the request's reservation in the same operation:
     // each release takes its delta from its counter while that exists
     // (never below 0), core/metering/reservation.h.
-    virtual void settle(const std::vector<ScopeDelta>& deltas, std::vector<Reservation> releases, std::time_t now,
+    virtual void settle(const std::vector<ScopeDelta>& deltas, HeldReservation releases, std::time_t now,
                         WriteDone done) = 0;
     virtual bool in_process_ttls() const = 0;
 
