@@ -1153,6 +1153,43 @@ TEST_F(AdmitScriptRedis, ReservedFieldsOfLapsedSlotsAreDeleted) {
     EXPECT_NE(v.str.find("not an integer"), std::string::npos) << v.str;
 }
 
+// A field released to 0 in a slot before the current one is deleted by the
+// scope's next admission (no reservation is made in it any more); one at 0
+// in the current slot, or above 0 in an older one, stays; a new field never
+// shortens the hash's TTL.
+TEST_F(AdmitScriptRedis, FieldsReleasedToZeroOfEarlierSlotsAreDeleted) {
+    Limits user;
+    user.tokens_per_day = 1000;
+    user.cost_per_day_micros = 1000;
+    const AdmissionPlan plan = build_admission_plan({{"user", "dee", &user}}, kNow, false, 600);
+    const std::int64_t slot = reserve_slot(kNow, 600);
+    const std::string hash = "llmgw:user:dee:rsv";
+    auto field = [](bool tokens, std::int64_t s) {
+        std::string f;
+        assign_reserved_field(f, tokens, s);
+        return f;
+    };
+    c_.call({"HSET", hash, field(true, slot - 1), "0", field(false, slot - 2), "7", field(true, slot), "0"});
+    c_.call({"EXPIRE", hash, "5000"});
+    AdmissionResult r = admit_ok(plan, ReserveAmounts{10, 0});
+    EXPECT_TRUE(r.admitted);
+    ASSERT_EQ(r.used.size(), 2u);
+    EXPECT_EQ(r.used[0], 0);
+    EXPECT_EQ(r.used[1], 7);                                   // still held in an older slot
+    EXPECT_EQ(c_.call({"HEXISTS", hash, field(true, slot - 1)}).integer, 0);   // released to 0 before: deleted
+    EXPECT_EQ(c_.call({"HGET", hash, field(false, slot - 2)}).str, "7");
+    EXPECT_EQ(c_.call({"HGET", hash, field(true, slot)}).str, "10");
+    EXPECT_GT(ttl(hash), 4000);
+    r = admit_ok(plan, ReserveAmounts{0, 5});                  // a new field: the current slot's cost
+    EXPECT_TRUE(r.admitted);
+    EXPECT_EQ(c_.call({"HGET", hash, field(false, slot)}).str, "5");
+    EXPECT_GT(ttl(hash), 4000);                                // not shortened to the slot's
+    c_.call({"DEL", hash});
+    EXPECT_TRUE(admit_ok(plan, ReserveAmounts{0, 5}).admitted);   // a new hash gets the slot's TTL
+    EXPECT_GE(ttl(hash), 600);
+    EXPECT_LE(ttl(hash), reserve_key_ttl(kNow, 600));
+}
+
 // A reservation made by an op-guarded admission is undone by its cancel,
 // like the rest of the admission; a new reserved field gives its hash a TTL once.
 TEST_F(AdmitScriptRedis, AReservationIsCancelledWithItsAdmission) {

@@ -40,7 +40,7 @@ end
 // Redis runs Lua 5.1: numbers are doubles and globals are forbidden. Every
 // int64 stays decimal text until split into hi * 1e9 + lo (both exact as
 // doubles), so sums and comparisons are exact over the whole int64 range.
-const char kScript[] = R"LUA(-- llmgw admission v2: KEYS/ARGV layout in src/core/store/admit_script.h
+const char kScript[] = R"LUA(-- llmgw admission v3: KEYS/ARGV layout in src/core/store/admit_script.h
 local B = 1000000000
 local function split(s)
   local neg = string.sub(s, 1, 1) == '-'
@@ -79,7 +79,10 @@ local nchecks = tonumber(ARGV[a]); a = a + 1
 -- ("t<slot>" tokens, "c<slot>" cost), read once per hash with HGETALL into
 -- r = {tokens hi, lo, cost hi, lo} summed over the live slots (from oldest
 -- on), with r[field] = value for each live field; the fields of slots that
--- have lapsed are listed in stale (key, field, ...) and deleted below
+-- have lapsed, and those released to 0 of a slot before the current one
+-- (no reservation is made in it any more), are listed in stale (key,
+-- field, ...) and deleted below, so a hash holds little more than the
+-- current slot's fields
 local rsv, stale = {}, nil
 local function reserved(key, oldest)
   local r = rsv[key]
@@ -89,12 +92,14 @@ local function reserved(key, oldest)
   for j = 1, #hv, 2 do
     local f, v = hv[j], hv[j + 1]
     local m, slot = string.byte(f), tonumber(string.sub(f, 2))
-    if (m ~= 116 and m ~= 99) or not slot or string.len(v) > 20 or not string.match(v, '^%-?%d+$') then
+    if (m ~= 116 and m ~= 99) or not slot or string.len(v) > 20 or (v ~= '0' and not string.match(v, '^%-?%d+$')) then
       return nil, redis.error_reply('llmgw: reserved counter is not an integer: ' .. key .. ' ' .. f)
     end
-    if slot < oldest then
+    if slot < oldest or (v == '0' and slot < oldest + LIVE - 1) then
       stale = stale or {}
       stale[#stale + 1] = key; stale[#stale + 1] = f
+    elseif v == '0' then
+      r[f] = v
     else
       r[f] = v
       local h, l = split(v)
@@ -176,12 +181,13 @@ if rejected then
 else
   for i = 0, nres - 1 do
     -- the hash was read above: the first field of a slot moves the hash's
-    -- TTL on to that slot's (the TTLs of later slots only grow)
+    -- TTL on to that slot's, never back (a replica whose clock lags may
+    -- still reserve in the slot before)
     local key, ra = KEYS[first_res + i], first_res_arg + 3 * i
     local f, r = ARGV[ra], rsv[key]
     redis.call('HINCRBY', key, f, ARGV[ra + 1])
     if not (r and r[f]) then
-      redis.call('EXPIRE', key, ARGV[ra + 2])
+      if redis.call('TTL', key) < tonumber(ARGV[ra + 2]) then redis.call('EXPIRE', key, ARGV[ra + 2]) end
       if r then r[f] = '0' end
     end
   end
@@ -513,7 +519,10 @@ std::string cancel_account_command(const std::vector<Incr>& plain, const std::ve
 }
 
 const std::string& admit_script_source() {
-    static const std::string source = std::string(kScript) + kBump + kScriptTail;
+    // LIVE: the slots a check sums (core/metering/reservation.h), the
+    // current one the last.
+    static const std::string source =
+        std::string(kScript) + "local LIVE = " + std::to_string(kReserveSlots) + "\n" + kBump + kScriptTail;
     return source;
 }
 

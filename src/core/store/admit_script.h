@@ -20,8 +20,9 @@
 //   - the reserved counters (core/metering/reservation.h) are kept as one
 //     hash per scope, reserved_hash_field (core/metering/keys.h): a check
 //     that reserves sums its measure's fields of the live slots (HGETALL,
-//     once per hash); fields of lapsed slots are deleted (HDEL) once the op
-//     is claimed; a reservation is HINCRBY hash field delta, and EXPIRE hash
+//     once per hash); fields of lapsed slots, and fields at 0 of slots
+//     before the current one, are deleted (HDEL) once the op is claimed;
+//     a reservation is HINCRBY hash field delta, and EXPIRE hash
 //     ttl when the field was not there (the TTL then moves on to the new
 //     slot's, so the hash outlives its last live reservation by at most that
 //     reservation's lifetime). (One HSET per hash with the sums done in Lua
@@ -125,7 +126,7 @@ std::vector<std::string> account_command(const std::vector<Incr>& incrs, bool by
 // the same call: each reserved counter (a field of its scope's hash) is
 // HINCRBY'd minus its amount and deleted when that leaves it below 0, so a
 // field or hash that had lapsed is not brought back (a field at 0 stays
-// until its slot lapses and the next admission of the scope deletes it).
+// until a later slot's admission of the scope deletes it).
 // Layout: KEYS = set, op key, plain keys, per group its keys then its
 // overflow keys, then the release hashes; ARGV = "b", max_ids, ids_ttl,
 // op_ttl, nplain, (delta, ttl) per plain counter, ngroups, per group:
