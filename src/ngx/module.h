@@ -90,8 +90,8 @@ struct RequestCtx {
     bool store_pending = false;       // a store answer is awaited (await_store)
     StoreReply admit_reply;
     AdmissionResult admit_result;
-    // llm_gateway_budget_mode reserve: what settling releases (empty: no
-    // reservation held).
+    // llm_gateway_budget_mode reserve: the reservation held until the
+    // settle releases it (any() false: none).
     HeldReservation held;
     // llm_gateway_ratelimit_headers: the limits admission checked, and the
     // headers that say what remains (added to the client's head once).
