@@ -53,17 +53,20 @@ void RedisConn::exec(const std::vector<std::vector<std::string>>& cmds, Callback
     queue(cmds.size(), std::move(cb));
 }
 
-void RedisConn::exec_encoded(std::string_view wire, std::size_t ncmds, Callback cb) {
+void RedisConn::exec_encoded(std::string_view wire, std::size_t ncmds, Callback cb, bool now) {
     if (shutting_down(cb)) return;
     out_.append(wire.data(), wire.size());
-    queue(ncmds, std::move(cb));
+    queue(ncmds, std::move(cb), now);
 }
 
 // The batch of the commands just added to out_: its replies, then cb.
-void RedisConn::queue(std::size_t ncmds, Callback cb) {
+// A failed write fails the batches (their callbacks posted, never run here).
+void RedisConn::queue(std::size_t ncmds, Callback cb, bool now) {
     batches_.push_back(Batch{ncmds, {}, std::move(cb), ngx_current_msec + s_.timeout, false});
     arm_timer();
-    if (ready_) {
+    if (ready_ && now) {
+        flush();
+    } else if (ready_) {
         if (!flush_.posted) {
             ngx_post_event(&flush_, &ngx_posted_events);
         }

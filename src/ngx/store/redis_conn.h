@@ -44,7 +44,11 @@ public:
     // from inside exec() itself.
     void exec(const std::vector<std::vector<std::string>>& cmds, Callback cb);
     // The same for ncmds commands already written in RESP (RespWriter).
-    void exec_encoded(std::string_view wire, std::size_t ncmds, Callback cb);
+    // now: written at once, with whatever waits, instead of after this
+    // turn's handlers: an accounting is in the store's socket before the
+    // client has the answer it counts, so the client's next request, on
+    // any worker or replica, is admitted against it.
+    void exec_encoded(std::string_view wire, std::size_t ncmds, Callback cb, bool now = false);
     void close();                  // fails whatever is pending
     std::size_t in_flight() const { return batches_.size(); }
     // Test-only (LLMGW_TEST_FAULT): handling the next reply throws
@@ -61,7 +65,7 @@ private:
     };
 
     bool shutting_down(Callback& cb);
-    void queue(std::size_t ncmds, Callback cb);
+    void queue(std::size_t ncmds, Callback cb, bool now = false);
     void connect();
     void on_connected();
     void start_tls();

@@ -164,6 +164,7 @@ public:
                                     kOpTtl, true, owned->releases)) {
             return finish_apply("out of memory writing the accounting command", {}, owned, now, std::move(done));
         }
+        // Written at once: the store has it before the client has its answer.
         conn_.exec_encoded(wire_, 1, [this, owned, now, batch, op, done = std::move(done)](
                                          const std::string& err, std::vector<RespValue>& replies) mutable {
             if (err.empty() && is_noscript_error(replies[0])) {
@@ -183,7 +184,7 @@ public:
             }
             if (!err.empty()) queue_cancel(cancel_account_command(batch->plain, batch->groups, *op, kOpTtl));
             finish_apply(err, replies, owned, now, std::move(done));
-        });
+        }, true);
     }
 
     void read(const std::vector<std::string>& keys, ReadDone done) override {
