@@ -244,6 +244,17 @@ char* put_length_line(char* p, char marker, std::size_t n) {
     return p;
 }
 
+// Writes a bulk string at p ("$<n>\r\n", the bytes, "\r\n"; digits(n) + n
+// + 5 bytes), returns the end. data is never null.
+char* put_bulk(char* p, const char* data, std::size_t n) {
+    p = put_length_line(p, '$', n);
+    std::memcpy(p, data, n);
+    p += n;
+    *p++ = '\r';
+    *p++ = '\n';
+    return p;
+}
+
 }  // namespace
 
 bool append_resp_command(std::string& out, const std::vector<std::string>& argv) {
@@ -260,13 +271,7 @@ bool append_resp_command(std::string& out, const std::vector<std::string>& argv)
     }
     char* p = &out[mark];
     p = put_length_line(p, '*', argv.size());
-    for (const std::string& a : argv) {
-        p = put_length_line(p, '$', a.size());
-        if (!a.empty()) std::memcpy(p, a.data(), a.size());
-        p += a.size();
-        *p++ = '\r';
-        *p++ = '\n';
-    }
+    for (const std::string& a : argv) p = put_bulk(p, a.data(), a.size());
     return true;
 }
 
@@ -279,12 +284,8 @@ void RespWriter::arg(std::string_view bytes) {
     // A short argument (a key, a number, a field) goes in with one append.
     char buf[160];
     if (bytes.size() <= sizeof buf - 24) {
-        char* p = put_length_line(buf, '$', bytes.size());
-        if (!bytes.empty()) std::memcpy(p, bytes.data(), bytes.size());
-        p += bytes.size();
-        *p++ = '\r';
-        *p++ = '\n';
-        out_.append(buf, static_cast<std::size_t>(p - buf));
+        const char* data = bytes.empty() ? "" : bytes.data();   // a default view's data is null
+        out_.append(buf, static_cast<std::size_t>(put_bulk(buf, data, bytes.size()) - buf));
         return;
     }
     out_.append(buf, static_cast<std::size_t>(put_length_line(buf, '$', bytes.size()) - buf));
@@ -296,12 +297,7 @@ void RespWriter::arg(std::int64_t value) {
     char num[24];
     const std::size_t n = static_cast<std::size_t>(std::to_chars(num, num + sizeof num, value).ptr - num);
     char buf[48];
-    char* p = put_length_line(buf, '$', n);
-    std::memcpy(p, num, n);
-    p += n;
-    *p++ = '\r';
-    *p++ = '\n';
-    out_.append(buf, static_cast<std::size_t>(p - buf));
+    out_.append(buf, static_cast<std::size_t>(put_bulk(buf, num, n) - buf));
 }
 
 std::string resp_command(const std::vector<std::string>& argv) {
