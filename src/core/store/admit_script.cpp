@@ -308,15 +308,15 @@ end
 return 1
 )LUA";
 
-// Reservations given back, as the accounting and cancel scripts take them:
-// per release with an amount, KEYS its scope's hash; ARGV their number, then
-// per release its field and minus the amount.
+// The reservations with an amount: how many, and their scopes' hashes as
+// KEYS (the admission's reservations, the accounting's and the cancel's
+// releases).
 std::size_t reserved_count(const std::vector<Reservation>& reserve, const ReserveAmounts& amounts) {
     std::size_t n = 0;
     for_each_reserved(reserve, amounts, [&n](const Reservation&, std::int64_t) { ++n; });
     return n;
 }
-void write_release_keys(RespWriter& w, const std::vector<Reservation>& reserve, const ReserveAmounts& amounts) {
+void write_reserved_records(RespWriter& w, const std::vector<Reservation>& reserve, const ReserveAmounts& amounts) {
     for_each_reserved(reserve, amounts, [&w](const Reservation& r, std::int64_t) { w.arg(r.record); });
 }
 // A slot's field in its scope's hash, as one argument.
@@ -325,6 +325,9 @@ void write_field(RespWriter& w, bool tokens, std::int64_t slot) {
     w.arg(std::string_view(field, static_cast<std::size_t>(put_reserved_field(field, tokens, slot) - field)));
 }
 
+// Reservations given back, as the accounting and cancel scripts take them
+// (after their hashes among the KEYS): ARGV their number, then per release
+// its field and minus the amount.
 void write_release_args(RespWriter& w, const std::vector<Reservation>& reserve, const ReserveAmounts& amounts) {
     w.arg(static_cast<std::int64_t>(reserved_count(reserve, amounts)));
     for_each_reserved(reserve, amounts, [&w](const Reservation& r, std::int64_t amount) {
@@ -428,7 +431,7 @@ bool append_account_command(std::string& out, const std::vector<Incr>& plain, co
             for (const Incr& in : g.incrs) w.arg(in.key);
             for (const std::string& k : g.overflow_keys) w.arg(k);
         }
-        write_release_keys(w, reserve, releases.amounts);
+        write_reserved_records(w, reserve, releases.amounts);
         w.arg(std::string_view("b"));
         w.arg(max_ids);
         w.arg(ids_ttl);
@@ -479,7 +482,7 @@ std::string cancel_admit_command(const AdmissionPlan& plan, const ReserveAmounts
         w.arg(op_key);
         for (const Incr& in : plan.admit) w.arg(in.key);
         for (const Incr& in : plan.reject) w.arg(in.key);
-        write_release_keys(w, plan.reserve, amounts);
+        write_reserved_records(w, plan.reserve, amounts);
         w.arg(op_ttl);
         w.arg(std::string_view("adm"));
         w.arg(static_cast<std::int64_t>(plan.admit.size()));
@@ -538,30 +541,19 @@ std::string admit_script_sha1() {
 bool append_admit_command(std::string& out, const AdmissionPlan& plan, const ReserveAmounts& amounts, bool by_sha,
                           std::string_view op_key, std::int64_t op_ttl) {
     const bool op = !op_key.empty();
-    std::size_t nkeys = plan.admit.size() + plan.reject.size() + (op ? 1 : 0);
-    std::size_t nres = 0;
+    const std::size_t nres = reserved_count(plan.reserve, amounts);
+    std::size_t nkeys = plan.admit.size() + plan.reject.size() + nres + (op ? 1 : 0);
     for (const Check& c : plan.checks) {
         // A reserving check's reserved counters are its scope's hash.
         if (c.reserves && c.reserved_record.empty()) return false;
         nkeys += c.keys.size() + (c.reserves ? 1 : 0);
     }
-    nres = reserved_count(plan.reserve, amounts);
-    nkeys += nres;
     const std::size_t nargs =
         4 + 4 * plan.checks.size() + 2 * (plan.admit.size() + plan.reject.size()) + 3 * nres + (op ? 1 : 0);
     const std::size_t mark = out.size();
     try {
         RespWriter w(out);
-        w.command(3 + nkeys + nargs);
-        w.arg(by_sha ? std::string_view("EVALSHA") : std::string_view("EVAL"));
-        if (by_sha) {
-            const std::string sha = admit_script_sha1();
-            if (sha.empty()) throw std::bad_alloc();
-            w.arg(sha);
-        } else {
-            w.arg(admit_script_source());
-        }
-        w.arg(static_cast<std::int64_t>(nkeys));
+        write_script_head(w, nargs, by_sha, by_sha ? admit_script_sha1() : std::string(), admit_script_source(), nkeys);
         // KEYS
         for (const Check& c : plan.checks) {
             for (const std::string& k : c.keys) w.arg(k);
@@ -569,7 +561,7 @@ bool append_admit_command(std::string& out, const AdmissionPlan& plan, const Res
         }
         for (const Incr& in : plan.admit) w.arg(in.key);
         for (const Incr& in : plan.reject) w.arg(in.key);
-        for_each_reserved(plan.reserve, amounts, [&w](const Reservation& r, std::int64_t) { w.arg(r.record); });
+        write_reserved_records(w, plan.reserve, amounts);
         if (op) w.arg(op_key);
         // ARGV
         w.arg(static_cast<std::int64_t>(plan.checks.size()));
