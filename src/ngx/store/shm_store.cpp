@@ -36,16 +36,20 @@ constexpr int kRing = 8;                 // >= kReserveSlots: the live slots nev
 constexpr std::size_t kRingValues = 4 * kRing;
 static_assert(kRing >= kReserveSlots, "every live reservation slot needs its own ring position");
 
+// Where a ring position keeps the amount of a measure.
+constexpr std::size_t ring_amount(bool tokens) { return tokens ? 2 : 3; }
+constexpr std::size_t ring_amount(Measure m) { return ring_amount(m == Measure::Tokens); }
+
 struct ReservedKey {
     std::string_view scope;  // "llmgw:<kind>:<id>:"; the ring entry's key is this + "rsv"
     std::int64_t slot = 0;
-    int which = 0;           // 0 tokens, 1 cost
+    std::size_t amount = 0;  // ring_amount of its measure
 };
 
 bool parse_reserved(std::string_view key, ReservedKey& out) {
     bool tokens = false;
     if (!split_reserved_key(key, out.scope, out.slot, tokens)) return false;
-    out.which = tokens ? 0 : 1;
+    out.amount = ring_amount(tokens);
     return true;
 }
 
@@ -169,7 +173,7 @@ public:
         if (parse_reserved(key, rk)) {   // the admin's usage read
             assign_reserved_record_key(ring_key_, rk.scope);
             const std::int64_t* v = ring_position(ring_key_, rk.slot, false, 0);
-            return v != nullptr ? v[2 + rk.which] : 0;
+            return v != nullptr ? v[rk.amount] : 0;
         }
         Slot slot = entry_key(key, ekey_);
         Entry* e = find(ekey_);
@@ -180,11 +184,11 @@ public:
     std::int64_t reserved(const Check& c) override {
         Entry* e = find(c.reserved_record);
         if (e == nullptr || e->expires <= now_) return 0;
-        const std::size_t which = c.measure == Measure::Tokens ? 0 : 1;
+        const std::size_t at = ring_amount(c.measure);
         std::int64_t sum = 0;
         for (std::int64_t k = c.reserved_oldest; k < c.reserved_oldest + kReserveSlots; ++k) {
             const std::int64_t* v = ring_slot(e, k);
-            if (slot_live(v, k)) sum = saturating_add(sum, v[2 + which]);
+            if (slot_live(v, k)) sum = saturating_add(sum, v[at]);
         }
         return sum;
     }
@@ -192,8 +196,8 @@ public:
     bool reserve(const Reservation& r, std::int64_t amount) override {
         std::int64_t* v = ring_position(r.record, r.slot, true, r.ttl);
         if (v == nullptr) return false;
-        const int which = r.measure == Measure::Tokens ? 0 : 1;
-        v[2 + which] = saturating_add(v[2 + which], amount);
+        std::int64_t& held = v[ring_amount(r.measure)];
+        held = saturating_add(held, amount);
         return true;
     }
 
@@ -208,8 +212,9 @@ public:
     // Takes amount from a reserved counter that still exists, never below 0.
     void release(const Reservation& r, std::int64_t amount) {
         std::int64_t* v = ring_position(r.record, r.slot, false, 0);
-        const int which = r.measure == Measure::Tokens ? 0 : 1;
-        if (v != nullptr) v[2 + which] = v[2 + which] > amount ? v[2 + which] - amount : 0;
+        if (v == nullptr) return;
+        std::int64_t& held = v[ring_amount(r.measure)];
+        held = held > amount ? held - amount : 0;
     }
 
     // A ring entry's position for a slot, and whether it holds that slot,

@@ -49,9 +49,9 @@ public:
     void apply(const std::vector<ScopeDelta>& deltas, std::time_t now, WriteDone done) {
         settle(deltas, {}, now, std::move(done));
     }
-    // The same, releasing the request's reservation in the same operation:
-    // each release takes its delta from its counter while that exists
-    // (never below 0), core/metering/reservation.h.
+    // The same, releasing the request's held reservation in the same
+    // operation: each reservation's amount is taken from its counter while
+    // that exists (never below 0), core/metering/reservation.h.
     virtual void settle(const std::vector<ScopeDelta>& deltas, HeldReservation releases, std::time_t now,
                         WriteDone done) = 0;
     virtual bool in_process_ttls() const = 0;
