@@ -21,7 +21,9 @@
 #include <string>
 #include <vector>
 
+#include "core/store/account_script.h"
 #include "core/store/admit_script.h"
+#include "core/store/cancel_script.h"
 #include "core/metering/limits.h"
 #include "core/metering/reservation.h"
 #include "core/store/resp.h"
@@ -280,16 +282,16 @@ TEST(AdmitScript, AccountingAndCancelLayouts) {
     held_plan.reserve.push_back(Reservation{"llmgw:user:a:rsv", Measure::Cost, 12, 600});
     HeldReservation rel{std::make_shared<const AdmissionPlan>(held_plan), ReserveAmounts{0, 300}};
     const std::string sha = account_script_sha1();
-    EXPECT_EQ(argv_of(account_command_bounded(plain, {g}, 10, 99, "op:a", 300, true, rel)),
+    EXPECT_EQ(argv_of(account_command(plain, {g}, 10, 99, "op:a", 300, true, rel)),
               (std::vector<std::string>{"EVALSHA", sha, "6", kStatsIdsKey, "op:a", "p:1", "g:1", "o:1",
-                                        "llmgw:user:a:rsv", "b", "10", "99", "300", "1", "5", "60", "1", "model:m", "1",
+                                        "llmgw:user:a:rsv", "10", "99", "300", "1", "5", "60", "1", "model:m", "1",
                                         "2", "70", "1", "c12", "-300"}));
     rel.amounts = ReserveAmounts{300, 0};   // nothing to release: no section
-    EXPECT_EQ(argv_of(account_command_bounded(plain, {}, 10, 99, "op:a", 300, true, rel)),
-              (std::vector<std::string>{"EVALSHA", sha, "3", kStatsIdsKey, "op:a", "p:1", "b", "10", "99", "300", "1",
+    EXPECT_EQ(argv_of(account_command(plain, {}, 10, 99, "op:a", 300, true, rel)),
+              (std::vector<std::string>{"EVALSHA", sha, "3", kStatsIdsKey, "op:a", "p:1", "10", "99", "300", "1",
                                         "5", "60", "0"}));
     g.overflow_keys.clear();   // a group without its overflow keys
-    EXPECT_EQ(account_command_bounded(plain, {g}, 10, 99, "op:a", 300), "");
+    EXPECT_EQ(account_command(plain, {g}, 10, 99, "op:a", 300), "");
     EXPECT_EQ(cancel_account_command(plain, {g}, "op:a", 300), "");
     g.overflow_keys = {"o:1"};
     EXPECT_EQ(argv_of(cancel_account_command(plain, {g}, "op:c", 300)),
@@ -416,21 +418,6 @@ TEST(AdmitScript, Sha1) {
     EXPECT_EQ(sha, std::string(hex, 40));
     EXPECT_EQ(&admit_script_source(), &src);
     EXPECT_NE(src.find("redis.call"), std::string::npos);
-}
-
-// ---- the accounting batch ----
-
-TEST(AdmitScript, IncrCommands) {
-    const std::vector<Incr> in = {{"a", 5, 120}, {"b", -2, 3024000}};
-    EXPECT_EQ(incr_commands(in), (std::vector<std::vector<std::string>>{{"INCRBY", "a", "5"},
-                                                                        {"EXPIRE", "a", "120", "NX"},
-                                                                        {"INCRBY", "b", "-2"},
-                                                                        {"EXPIRE", "b", "3024000", "NX"}}));
-    EXPECT_EQ(incr_commands(in, false), (std::vector<std::vector<std::string>>{{"INCRBY", "a", "5"},
-                                                                               {"EXPIRE", "a", "120"},
-                                                                               {"INCRBY", "b", "-2"},
-                                                                               {"EXPIRE", "b", "3024000"}}));
-    EXPECT_TRUE(incr_commands({}).empty());
 }
 
 // ======================================================================
@@ -883,39 +870,6 @@ TEST_F(AdmitScriptRedis, MatchesExecuteAdmission) {
     EXPECT_GT(rejected, 50);
 }
 
-TEST_F(AdmitScriptRedis, IncrCommandsPipeline) {
-    const RespValue info = c_.call({"INFO", "server"});
-    const std::size_t at = info.str.find("redis_version:");
-    ASSERT_NE(at, std::string::npos);
-    const int major = std::atoi(info.str.c_str() + at + 14);
-    const std::vector<Incr> in = {{"i:a", 5, 1000}, {"i:b", 2, 2000}, {"i:a", 1, 1000}};
-    std::vector<RespValue> out;
-    std::string err;
-    if (major >= 7) {
-        ASSERT_TRUE(c_.pipeline(incr_commands(in), out, err)) << err;
-        ASSERT_EQ(out.size(), 6u);
-        EXPECT_EQ(out[0].integer, 5);
-        EXPECT_EQ(out[1].integer, 1);  // TTL set
-        EXPECT_EQ(out[2].integer, 2);
-        EXPECT_EQ(out[3].integer, 1);
-        EXPECT_EQ(out[4].integer, 6);
-        EXPECT_EQ(out[5].integer, 0);  // already had one
-        c_.call({"EXPIRE", "i:a", "30"});
-        ASSERT_TRUE(c_.pipeline(incr_commands(in), out, err)) << err;
-        for (const RespValue& v : out) EXPECT_EQ(v.type, T::Integer);
-        EXPECT_EQ(get("i:a"), 12);
-        EXPECT_EQ(get("i:b"), 4);
-        EXPECT_LE(ttl("i:a"), 30);  // NX: not pushed back
-        EXPECT_GT(ttl("i:b"), 1990);
-    }
-    // plain EXPIRE (servers before 7.0) refreshes the TTL
-    c_.call({"EXPIRE", "i:a", "30"});
-    ASSERT_TRUE(c_.pipeline(incr_commands(in, false), out, err)) << err;
-    ASSERT_EQ(out.size(), 6u);
-    for (const RespValue& v : out) EXPECT_EQ(v.type, T::Integer);
-    EXPECT_GT(ttl("i:a"), 990);
-}
-
 TEST_F(AdmitScriptRedis, ReaderRefusesLongAndNestedReplies) {
     // MGET of 1025 keys: one array too many
     std::vector<std::string> mget = {"MGET"};
@@ -943,8 +897,8 @@ TEST_F(AdmitScriptRedis, ReaderRefusesLongAndNestedReplies) {
 // counter given its TTL, an existing TTL never pushed back.
 TEST_F(AdmitScriptRedis, AccountingScriptIncrementsAndSetsTtlOnce) {
     std::vector<Incr> incrs{{"acc:a", 11, 172800}, {"acc:b", 7, 120}, {"acc:c", 6, 3024000}};
-    RespValue v = c_.call(account_command(incrs, true));
-    if (is_noscript_error(v)) v = c_.call(account_command(incrs, false));
+    RespValue v = c_.call_wire(account_command(incrs, {}, 10, 1000, "op:t1", 3600, true));
+    if (is_noscript_error(v)) v = c_.call_wire(account_command(incrs, {}, 10, 1000, "op:t1", 3600, false));
     ASSERT_EQ(v.type, RespValue::Type::Integer);
     EXPECT_EQ(v.integer, 3);
     EXPECT_EQ(c_.call({"GET", "acc:a"}).str, "11");
@@ -953,7 +907,7 @@ TEST_F(AdmitScriptRedis, AccountingScriptIncrementsAndSetsTtlOnce) {
     EXPECT_GT(ttl("acc:b"), 100);
     EXPECT_LE(ttl("acc:b"), 120);
     c_.call({"EXPIRE", "acc:a", "50"});
-    v = c_.call(account_command(incrs, true));   // loaded now: EVALSHA works
+    v = c_.call_wire(account_command(incrs, {}, 10, 1000, "op:t2", 3600, true));   // loaded now: EVALSHA works
     ASSERT_EQ(v.type, RespValue::Type::Integer);
     EXPECT_EQ(c_.call({"GET", "acc:a"}).str, "22");
     EXPECT_LE(ttl("acc:a"), 50);                 // the TTL was kept, not reset to 172800
@@ -1013,8 +967,8 @@ TEST_F(AdmitScriptRedis, BoundedAccountingOverflowsAndCancels) {
         return g;
     };
     auto call = [&](const std::vector<BoundedIncrs>& groups, const std::string& op) {
-        RespValue v = c_.call_wire(account_command_bounded(plain, groups, 2, 1000, op, 3600, true));
-        if (is_noscript_error(v)) v = c_.call_wire(account_command_bounded(plain, groups, 2, 1000, op, 3600, false));
+        RespValue v = c_.call_wire(account_command(plain, groups, 2, 1000, op, 3600, true));
+        if (is_noscript_error(v)) v = c_.call_wire(account_command(plain, groups, 2, 1000, op, 3600, false));
         return v;
     };
     EXPECT_EQ(call({group("a"), group("b")}, "op:1").integer, 5);
@@ -1040,12 +994,12 @@ TEST_F(AdmitScriptRedis, AccountingSaturatesNearTheMaximum) {
     c_.call({"SET", "sat:a", "9223372036854775805"});
     c_.call({"EXPIRE", "sat:a", "500"});
     const std::vector<Incr> incrs{{"sat:a", 7, 120}, {"sat:b", 7, 120}};
-    RespValue v = c_.call(account_command(incrs, false));
+    RespValue v = c_.call_wire(account_command(incrs, {}, 10, 1000, "op:s1", 3600, false));
     ASSERT_EQ(v.type, T::Integer) << v.str;
     EXPECT_EQ(c_.call({"GET", "sat:a"}).str, "9223372036854775807");
     EXPECT_GT(ttl("sat:a"), 400);                                          // its TTL kept
     EXPECT_EQ(get("sat:b"), 7);
-    v = c_.call_wire(account_command_bounded(incrs, {}, 10, 1000, "op:s", 3600, false));
+    v = c_.call_wire(account_command(incrs, {}, 10, 1000, "op:s2", 3600, false));
     ASSERT_EQ(v.type, T::Integer) << v.str;
     EXPECT_EQ(c_.call({"GET", "sat:a"}).str, "9223372036854775807");
     EXPECT_EQ(get("sat:b"), 14);
@@ -1076,7 +1030,7 @@ TEST_F(AdmitScriptRedis, ReservationsHoldAndSettle) {
     // One settles: 100 real tokens in, its 300 out.
     const std::vector<Incr> usage{{key("user", "alice", "tokin", Window::Day), 80, 1000},
                                   {key("user", "alice", "tokout", Window::Day), 20, 1000}};
-    RespValue v = c_.call_wire(account_command_bounded(usage, {}, 10, 1000, "op:r1", 3600, false, rel));
+    RespValue v = c_.call_wire(account_command(usage, {}, 10, 1000, "op:r1", 3600, false, rel));
     ASSERT_EQ(v.type, T::Integer) << v.str;
     EXPECT_EQ(rget(reserved), 600);
     EXPECT_EQ(get(key("user", "alice", "tokin", Window::Day)), 80);
@@ -1085,7 +1039,7 @@ TEST_F(AdmitScriptRedis, ReservationsHoldAndSettle) {
     EXPECT_EQ(r.used[0], 700);
     // The rest settle with no usage: the field stays at 0, the hash keeps
     // its TTL, and the slot's next reservation does not set it again.
-    for (int i = 0; i < 3; ++i) c_.call_wire(account_command_bounded({}, {}, 10, 1000, "op:z" + std::to_string(i), 3600, false, rel));
+    for (int i = 0; i < 3; ++i) c_.call_wire(account_command({}, {}, 10, 1000, "op:z" + std::to_string(i), 3600, false, rel));
     EXPECT_TRUE(rexists(reserved));
     EXPECT_EQ(rget(reserved), 0);
     c_.call({"EXPIRE", hash, "5000"});
@@ -1095,7 +1049,7 @@ TEST_F(AdmitScriptRedis, ReservationsHoldAndSettle) {
     EXPECT_LE(ttl(hash), 5000);
     // A late settle: the hash has expired; it is not created negative.
     c_.call({"DEL", hash});
-    v = c_.call_wire(account_command_bounded(usage, {}, 10, 1000, "op:late", 3600, false, rel));
+    v = c_.call_wire(account_command(usage, {}, 10, 1000, "op:late", 3600, false, rel));
     ASSERT_EQ(v.type, T::Integer) << v.str;
     EXPECT_EQ(c_.call({"EXISTS", hash}).integer, 0);
     EXPECT_EQ(get(key("user", "alice", "tokin", Window::Day)), 160);
@@ -1141,7 +1095,7 @@ TEST_F(AdmitScriptRedis, ReservedFieldsOfLapsedSlotsAreDeleted) {
     AdmissionPlan lapsed;
     lapsed.reserve = {release_of(tok_lapsed), release_of(cost_live)};
     const HeldReservation rel{std::make_shared<const AdmissionPlan>(lapsed), ReserveAmounts{500, 950}};
-    RespValue v = c_.call_wire(account_command_bounded({}, {}, 10, 1000, "op:l", 3600, false, rel));
+    RespValue v = c_.call_wire(account_command({}, {}, 10, 1000, "op:l", 3600, false, rel));
     ASSERT_EQ(v.type, T::Integer) << v.str;
     EXPECT_FALSE(rexists(tok_lapsed));
     EXPECT_EQ(rget(cost_live), 0);

@@ -6,7 +6,9 @@
 #include <deque>
 #include <memory>
 
+#include "core/store/account_script.h"
 #include "core/store/admit_script.h"
+#include "core/store/cancel_script.h"
 #include "core/store/read_batch.h"
 #include "core/events/event.h"
 #include "core/store/latch.h"
@@ -168,9 +170,9 @@ public:
         conn_.exec_encoded(wire_, 1, [this, owned, now, batch, op, done = std::move(done)](
                                          const std::string& err, std::vector<RespValue>& replies) mutable {
             if (err.empty() && is_noscript_error(replies[0])) {
-                const std::string eval = account_command_bounded(batch->plain, batch->groups, kMaxStatIds,
-                                                                 ttl_seconds(Window::Day), *op, kOpTtl, false,
-                                                                 owned->releases);
+                const std::string eval = account_command(batch->plain, batch->groups, kMaxStatIds,
+                                                         ttl_seconds(Window::Day), *op, kOpTtl, false,
+                                                         owned->releases);
                 if (eval.empty()) {
                     return finish_apply("out of memory writing the accounting command", {}, owned, now,
                                         std::move(done));

@@ -1,0 +1,136 @@
+// The accounting script and its command (see account_script.h).
+#include "core/store/account_script.h"
+
+#include "core/metering/keys.h"
+#include "core/store/script_parts.h"
+
+namespace llmgw {
+
+namespace {
+
+// The accounting batch with its op guard as one script call: this head,
+// kBumpLua, then the body below (the layout in account_script.h). An
+// increment that would pass INT64_MAX (INCRBY refuses it: "increment or
+// decrement would overflow") sets the counter to INT64_MAX instead,
+// keeping its TTL, like the shared-memory store and the admission script.
+const char kAccountScript[] = R"LUA(-- llm_gateway accounting v5
+)LUA";
+
+const char kAccountScriptTail[] = R"LUA(local ids, op, maxids, idsttl, opttl = KEYS[1], KEYS[2], tonumber(ARGV[1]), ARGV[2], ARGV[3]
+if not redis.call('SET', op, 'w', 'NX', 'EX', opttl) then return -1 end
+local choices = 'w'
+local k, a, n = 3, 4, 0
+local nplain = tonumber(ARGV[a]); a = a + 1
+for i = 1, nplain do
+  local e = bump(KEYS[k], ARGV[a], ARGV[a + 1])
+  if e then return e end
+  k = k + 1; a = a + 2; n = n + 1
+end
+local ngroups = tonumber(ARGV[a]); a = a + 1
+for g = 1, ngroups do
+  local member, cnt = ARGV[a], tonumber(ARGV[a + 1])
+  a = a + 2
+  local off = cnt
+  if redis.call('SISMEMBER', ids, member) == 1 then
+    off = 0
+  elseif redis.call('SCARD', ids) < maxids then
+    redis.call('SADD', ids, member)
+    if redis.call('PTTL', ids) == -1 then redis.call('EXPIRE', ids, idsttl) end
+    off = 0
+  end
+  if off == 0 then choices = choices .. '0' else choices = choices .. '1' end
+  for i = 0, cnt - 1 do
+    local e = bump(KEYS[k + off + i], ARGV[a], ARGV[a + 1])
+    if e then return e end
+    a = a + 2; n = n + 1
+  end
+  k = k + 2 * cnt
+end
+local nrel = tonumber(ARGV[a] or '0') or 0
+a = a + 1
+-- the releases: KEYS the scope's hash, ARGV field, -amount; a field that
+-- had lapsed (or a hash that had expired) comes back negative and is
+-- deleted at once (a field at 0 stays until its slot lapses)
+for i = 1, nrel do
+  if redis.call('HINCRBY', KEYS[k], ARGV[a], ARGV[a + 1]) < 0 then redis.call('HDEL', KEYS[k], ARGV[a]) end
+  k = k + 1; a = a + 2
+end
+redis.call('SET', op, choices, 'EX', opttl)
+return n
+)LUA";
+
+}  // namespace
+
+const std::string& account_script_source() {
+    static const std::string source = std::string(kAccountScript) + kBumpLua + kAccountScriptTail;
+    return source;
+}
+
+std::string account_script_sha1() {
+    try {
+        static const std::string sha = sha1_hex(account_script_source());
+        return sha;
+    } catch (...) {
+        return std::string();
+    }
+}
+
+bool append_account_command(std::string& out, const std::vector<Incr>& plain, const std::vector<BoundedIncrs>& groups,
+                            std::int64_t max_ids, std::int64_t ids_ttl, std::string_view op_key, std::int64_t op_ttl,
+                            bool by_sha, const HeldReservation& releases) {
+    static const std::vector<Reservation> kNone;
+    const std::vector<Reservation>& reserve = releases.plan != nullptr ? releases.plan->reserve : kNone;
+    const std::size_t nrel = reserved_count(reserve, releases.amounts);
+    std::size_t nkeys = 2 + plain.size() + nrel, nargs = 5 + 2 * plain.size() + (nrel > 0 ? 1 + 2 * nrel : 0);
+    for (const BoundedIncrs& g : groups) {
+        if (g.incrs.size() != g.overflow_keys.size()) return false;
+        nkeys += 2 * g.incrs.size();
+        nargs += 2 + 2 * g.incrs.size();
+    }
+    const std::size_t mark = out.size();
+    try {
+        RespWriter w(out);
+        write_script_head(w, nargs, by_sha, by_sha ? account_script_sha1() : std::string(), account_script_source(),
+                          nkeys);
+        w.arg(std::string_view(kStatsIdsKey));
+        w.arg(op_key);
+        for (const Incr& in : plain) w.arg(in.key);
+        for (const BoundedIncrs& g : groups) {
+            for (const Incr& in : g.incrs) w.arg(in.key);
+            for (const std::string& k : g.overflow_keys) w.arg(k);
+        }
+        write_reserved_records(w, reserve, releases.amounts);
+        w.arg(max_ids);
+        w.arg(ids_ttl);
+        w.arg(op_ttl);
+        w.arg(static_cast<std::int64_t>(plain.size()));
+        for (const Incr& in : plain) {
+            w.arg(in.delta);
+            w.arg(in.ttl);
+        }
+        w.arg(static_cast<std::int64_t>(groups.size()));
+        for (const BoundedIncrs& g : groups) {
+            w.arg(g.member);
+            w.arg(static_cast<std::int64_t>(g.incrs.size()));
+            for (const Incr& in : g.incrs) {
+                w.arg(in.delta);
+                w.arg(in.ttl);
+            }
+        }
+        if (nrel > 0) write_release_args(w, reserve, releases.amounts);
+        return true;
+    } catch (...) {
+        out.resize(mark);
+        return false;
+    }
+}
+
+std::string account_command(const std::vector<Incr>& plain, const std::vector<BoundedIncrs>& groups,
+                            std::int64_t max_ids, std::int64_t ids_ttl, std::string_view op_key, std::int64_t op_ttl,
+                            bool by_sha, const HeldReservation& releases) {
+    std::string out;
+    if (!append_account_command(out, plain, groups, max_ids, ids_ttl, op_key, op_ttl, by_sha, releases)) return {};
+    return out;
+}
+
+}  // namespace llmgw

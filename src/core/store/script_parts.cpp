@@ -1,0 +1,73 @@
+// What the store's scripts share (see script_parts.h).
+#include "core/store/script_parts.h"
+
+#include "core/metering/keys.h"
+
+#include <openssl/evp.h>
+
+#include <new>
+
+namespace llmgw {
+
+const char kBumpLua[] = R"LUA(local function bump(key, delta, ttl)
+  local r = redis.pcall('INCRBY', key, delta)
+  if type(r) == 'table' and r.err then
+    if not string.find(r.err, 'overflow', 1, true) then return r end
+    local pt = redis.call('PTTL', key)
+    local sat = '9223372036854775807'
+    if string.sub(delta, 1, 1) == '-' then sat = '-9223372036854775808' end
+    redis.call('SET', key, sat)
+    if pt > 0 then redis.call('PEXPIRE', key, pt) else redis.call('EXPIRE', key, ttl) end
+  elseif r == tonumber(delta) then
+    redis.call('EXPIRE', key, ttl)
+  end
+  return nil
+end
+)LUA";
+
+std::size_t reserved_count(const std::vector<Reservation>& reserve, const ReserveAmounts& amounts) {
+    std::size_t n = 0;
+    for_each_reserved(reserve, amounts, [&n](const Reservation&, std::int64_t) { ++n; });
+    return n;
+}
+
+void write_reserved_records(RespWriter& w, const std::vector<Reservation>& reserve, const ReserveAmounts& amounts) {
+    for_each_reserved(reserve, amounts, [&w](const Reservation& r, std::int64_t) { w.arg(r.record); });
+}
+
+void write_reserved_field(RespWriter& w, bool tokens, std::int64_t slot) {
+    char field[kReservedFieldMax];
+    w.arg(std::string_view(field, static_cast<std::size_t>(put_reserved_field(field, tokens, slot) - field)));
+}
+
+void write_release_args(RespWriter& w, const std::vector<Reservation>& reserve, const ReserveAmounts& amounts) {
+    w.arg(static_cast<std::int64_t>(reserved_count(reserve, amounts)));
+    for_each_reserved(reserve, amounts, [&w](const Reservation& r, std::int64_t amount) {
+        write_reserved_field(w, r.measure == Measure::Tokens, r.slot);
+        w.arg(-amount);
+    });
+}
+
+void write_script_head(RespWriter& w, std::size_t nargs, bool by_sha, const std::string& sha,
+                       const std::string& source, std::size_t nkeys) {
+    if (by_sha && sha.empty()) throw std::bad_alloc();   // the digest could not be computed
+    w.command(3 + nkeys + nargs);
+    w.arg(by_sha ? std::string_view("EVALSHA") : std::string_view("EVAL"));
+    w.arg(by_sha ? sha : source);
+    w.arg(static_cast<std::int64_t>(nkeys));
+}
+
+std::string sha1_hex(const std::string& s) {
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int len = 0;
+    if (EVP_Digest(s.data(), s.size(), md, &len, EVP_sha1(), nullptr) != 1 || len != 20) return std::string();
+    static const char kHex[] = "0123456789abcdef";
+    std::string hex;
+    for (unsigned int i = 0; i < len; ++i) {
+        hex.push_back(kHex[md[i] >> 4]);
+        hex.push_back(kHex[md[i] & 15]);
+    }
+    return hex;
+}
+
+}  // namespace llmgw

@@ -1,0 +1,56 @@
+// What the store's scripts (admit_script, account_script, cancel_script)
+// share: the saturating increment's Lua, a call's head, a held
+// reservation's hashes and fields as arguments, the SHA1 of a source.
+// Internal to core/store.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/metering/reservation.h"
+#include "core/store/resp.h"
+
+namespace llmgw {
+
+// The saturating increment of both counter scripts: an increment that would
+// pass INT64_MAX (INCRBY refuses it) sets the counter to the bound instead,
+// keeping its TTL. A counter gets its TTL when INCRBY answers the increment
+// itself, i.e. it created the counter (or found it at 0, when setting the
+// TTL again only lengthens the life of a bucket that is read by its key):
+// one command per counter instead of INCRBY and PTTL.
+extern const char kBumpLua[];
+
+// The reservations with an amount: how many, and their scopes' hashes as
+// KEYS (the admission's reservations, the accounting's and the cancel's
+// releases).
+std::size_t reserved_count(const std::vector<Reservation>& reserve, const ReserveAmounts& amounts);
+void write_reserved_records(RespWriter& w, const std::vector<Reservation>& reserve, const ReserveAmounts& amounts);
+// A slot's field in its scope's hash, as one argument.
+void write_reserved_field(RespWriter& w, bool tokens, std::int64_t slot);
+// Reservations given back, as the accounting and cancel scripts take them
+// (after their hashes among the KEYS): ARGV their number, then per release
+// its field and minus the amount.
+void write_release_args(RespWriter& w, const std::vector<Reservation>& reserve, const ReserveAmounts& amounts);
+// A script call's head: EVALSHA sha1 or EVAL source, then the key count.
+void write_script_head(RespWriter& w, std::size_t nargs, bool by_sha, const std::string& sha,
+                       const std::string& source, std::size_t nkeys);
+// SHA1 of a script's source, 40 lowercase hex digits; "" when the digest
+// could not be computed.
+std::string sha1_hex(const std::string& s);
+
+// Runs write(w) into a string of its own; "" when it throws (out of memory,
+// an invalid batch).
+template <typename F>
+std::string written(F write) {
+    std::string out;
+    try {
+        RespWriter w(out);
+        write(w);
+    } catch (...) {
+        return std::string();
+    }
+    return out;
+}
+
+}  // namespace llmgw
