@@ -132,6 +132,9 @@ subtest 'the time bound ends a drain' => sub {
     ok($took >= 0.9 && $took < 5, sprintf('after the 1 s bound (%.1f s)', $took));
     like(wait_usage_line($ng, 'cid', $from), qr/\(estimated\)/, 'billed the estimate');
     is(scalar(GwMeter::log_lines($ng, qr/the drain of a cancelled stream reached its bound/, $from)), 1, 'the bound is logged');
+    is(scalar(GwMeter::log_lines($ng, qr/\[info\].*upstream timed out/, $from)), 1,
+       "nginx's line for the closed call is at info");
+    is(scalar(GwMeter::log_lines($ng, qr/\[error\]/, $from)), 0, 'no error line');
     $ng->stop;
 };
 
@@ -148,6 +151,7 @@ subtest 'the byte bound ends a drain' => sub {
        'the provider call was closed before its end');
     ok(Time::HiRes::time() - $t0 < 3, 'soon after 2 KiB, long before the 30 s bound');
     like(wait_usage_line($ng, 'dan', $from), qr/\(estimated\)/, 'billed the estimate (the usage never came)');
+    is(scalar(GwMeter::log_lines($ng, qr/\[error\]/, $from)), 0, 'no error line');
     $ng->stop;
 };
 

@@ -117,6 +117,9 @@ subtest 'chat completions: cut at the token budget with an OpenAI error event' =
               'billed: the request / 4 and the relayed text / 4');
     my @cut = GwMeter::log_lines($ng, qr/\[warn\].*llm_gateway: stream cut off for user "tok": budget exceeded: user "tok" tokensPerDay \d+ \(\d+ tokens relayed\)/, $from);
     is(scalar @cut, 1, 'one warn line says so');
+    is(scalar(GwMeter::log_lines($ng, qr/\[info\].*upstream timed out/, $from)), 1,
+       "nginx's line for the closed call is at info");
+    is(scalar(GwMeter::log_lines($ng, qr/\[error\]/, $from)), 0, 'no error line');
     my @usage = GwMeter::log_lines($ng, qr/llm_gateway: usage user="tok" .* \(estimated\) \(cut off at the budget\)/, $from);
     is(scalar @usage, 1, 'the usage line is marked as cut off');
     my $ev = Gw::http(GET => $ng->url('/admin/api/events'), headers => GwMeter::auth($GwMeter::ADMIN_KEY))->{json};

@@ -301,10 +301,13 @@ std::string_view Call::response_type() const {
     return answered_ && sr != nullptr ? sv(sr->headers_out.content_type) : std::string_view();
 }
 
-void Call::expire() {
+void Call::expire(bool planned) {
     if (state != State::Running || sr == nullptr || sr->upstream == nullptr) return;
     ngx_connection_t* pc = sr->upstream->peer.connection;
     if (pc == nullptr) return;
+    // ngx_connection_error's level for the time-out of an answer begun
+    // (before the header, ngx_http_upstream_next logs at error regardless).
+    if (planned) pc->log_error = NGX_ERROR_INFO;
     // As nginx's timer would: the upstream module ends the call with 504.
     ngx_event_t* ev = pc->read;
     if (ev->timer_set) ngx_del_timer(ev);
@@ -320,7 +323,7 @@ void end_chosen_call(ngx_event_t* ev, void (*before)(ngx_http_request_t* r, Requ
         RequestCtx* ctx = get_ctx(r);
         if (ctx != nullptr && ctx->chosen != nullptr && ctx->chosen->running()) {
             if (before != nullptr) before(r, ctx);
-            ctx->chosen->expire();
+            ctx->chosen->expire(true);
         }
     } catch (const std::exception& e) {
         ngx_log_error(NGX_LOG_ERR, c->log, 0, "llm_gateway: ending a provider call failed: %s", log_text(e.what()).c_str());

@@ -34,7 +34,10 @@ public:
 
     // A call still running whose time is up: nginx's own upstream time-out
     // is raised on its connection now (the subrequest ends with 504).
-    void expire();
+    // planned: the gateway ends an answer it has begun to read on purpose
+    // (the stream cutoff, the drain's bound), so nginx's "upstream timed
+    // out" line is logged at info instead of error.
+    void expire(bool planned = false);
     // A header of the upstream's response ("" when absent or no answer).
     std::string response_header(std::string_view name) const;
     std::string_view response_type() const;
