@@ -84,9 +84,24 @@ AdmissionPlan sample_plan() {
     c.retry_after = 1;
     c.message = "budget exceeded: group \"eng\" costPerMonthUSD 0.000001";
     p.checks = {a, b, c};
-    p.admit = {{"k:req:min", 1, 120}, {"k:req:day", 1, 3024000}, {"k:cost", -7, 5}};
+    // in window quads (minute, hour, day, month), as the scripts take them
+    p.admit = {{"k:req:min", 1, 120},     {"k:req:hour", 1, 172800},   {"k:req:day", 1, 3024000},
+               {"k:req:month", 1, 34560000}, {"k:cost:min", -7, 120}, {"k:cost:hour", -7, 172800},
+               {"k:cost:day", -7, 3024000}, {"k:cost:month", -7, 34560000}};
     p.reject = {{"k:rej:day", 1, 3024000}};
     return p;
+}
+
+// Counters as the scripts take them, in window quads (script_parts.h): each
+// of singles becomes its key and three more (key + ":w1".. ":w3") with its
+// delta, every window with its TTL.
+std::vector<Incr> quads(std::initializer_list<Incr> singles) {
+    std::vector<Incr> out;
+    for (const Incr& in : singles) {
+        out.push_back(in);
+        for (const char* w : {":w1", ":w2", ":w3"}) out.push_back(Incr{in.key + w, in.delta, in.ttl});
+    }
+    return out;
 }
 
 // Reads KEYS/ARGV back the way the Lua script does.
@@ -149,14 +164,23 @@ bool decode_args(const std::vector<std::string>& keys, const std::vector<std::st
         }
         d.checks.push_back(c);
     }
-    for (std::vector<Incr>* out : {&d.admit, &d.reject, &d.reserve}) {
-        if (!num(n)) return false;
-        for (std::size_t i = 0; i < n; ++i) {
-            if (a + 2 > argv.size() || k >= keys.size()) return false;
-            out->push_back(Incr{keys[k++], std::stoll(argv[a]), std::stoll(argv[a + 1])});
-            a += 2;
-        }
+    // the windows' TTLs, the admit quads (a delta each), the reject
+    // counters (one delta and TTL for all), the reservations (field,
+    // delta, ttl each: the field is left out here)
+    std::size_t w = 0;
+    if (!num(w) || a + w > argv.size()) return false;
+    std::vector<std::int64_t> ttl;
+    for (std::size_t i = 0; i < w; ++i) ttl.push_back(std::stoll(argv[a++]));
+    if (!num(n) || a + n > argv.size() || k + n * w > keys.size()) return false;
+    for (std::size_t q = 0; q < n; ++q) {
+        const std::int64_t delta = std::stoll(argv[a++]);
+        for (std::size_t i = 0; i < w; ++i) d.admit.push_back(Incr{keys[k++], delta, ttl[i]});
     }
+    if (!num(n) || a + 2 > argv.size() || k + n > keys.size()) return false;
+    for (std::size_t i = 0; i < n; ++i) d.reject.push_back(Incr{keys[k++], std::stoll(argv[a]), std::stoll(argv[a + 1])});
+    a += 2;
+    if (!num(n) || a + 3 * n > argv.size() || k + n > keys.size()) return false;
+    for (std::size_t i = 0; i < n; ++i, a += 3) d.reserve.push_back(Incr{keys[k++], std::stoll(argv[a + 1]), std::stoll(argv[a + 2])});
     return a == argv.size() && k == keys.size();
 }
 
@@ -191,11 +215,12 @@ TEST(AdmitScript, ArgsRoundTrip) {
     const AdmissionPlan p = sample_plan();
     std::vector<std::string> keys = {"stale"};
     const std::vector<std::string> args = script_args(p, {}, keys);
-    EXPECT_EQ(keys, (std::vector<std::string>{"k:req:min", "k:tokin:day", "k:tokout:day", "k:req:min", "k:req:day",
-                                              "k:cost", "k:rej:day"}));
+    EXPECT_EQ(keys, (std::vector<std::string>{"k:req:min", "k:tokin:day", "k:tokout:day", "k:req:min", "k:req:hour",
+                                              "k:req:day", "k:req:month", "k:cost:min", "k:cost:hour", "k:cost:day",
+                                              "k:cost:month", "k:rej:day"}));
     EXPECT_EQ(args, (std::vector<std::string>{"3", "1", "50", "1", "0", "2", "9223372036854775807", "0", "0", "0", "1",
-                                              "0", "0", "3", "1", "120", "1", "3024000", "-7", "5", "1", "1",
-                                              "3024000", "0"}));
+                                              "0", "0", "4", "120", "172800", "3024000", "34560000", "2", "1", "-7",
+                                              "1", "1", "3024000", "0"}));
     Decoded d;
     ASSERT_TRUE(decode_args(keys, args, d));
     ASSERT_EQ(d.checks.size(), p.checks.size());
@@ -248,9 +273,42 @@ TEST(AdmitScript, ArgsOfARealPlan) {
 TEST(AdmitScript, EmptyPlan) {
     AdmissionPlan p;
     std::vector<std::string> keys;
-    EXPECT_EQ(script_args(p, {}, keys), (std::vector<std::string>{"0", "0", "0", "0"}));
+    EXPECT_EQ(script_args(p, {}, keys),
+              (std::vector<std::string>{"0", "4", "0", "0", "0", "0", "0", "0", "0", "0", "0"}));
     EXPECT_TRUE(keys.empty());
-    EXPECT_EQ(cmd_admit(p), (std::vector<std::string>{"EVALSHA", admit_script_sha1(), "0", "0", "0", "0", "0"}));
+    EXPECT_EQ(cmd_admit(p), (std::vector<std::string>{"EVALSHA", admit_script_sha1(), "0", "0", "4", "0", "0", "0",
+                                                      "0", "0", "0", "0", "0", "0"}));
+}
+
+// The scripts take counters in window quads and the reject counters with
+// one delta and TTL: other counters write no command.
+TEST(AdmitScript, CountersNotInWindowQuadsAreRefused) {
+    AdmissionPlan p = sample_plan();
+    ASSERT_NE(admit_command(p), "");
+    p.admit.pop_back();                                 // three of a quad
+    EXPECT_EQ(admit_command(p), "");
+    p = sample_plan();
+    p.admit[5].delta = 3;                               // a quad with two deltas
+    EXPECT_EQ(admit_command(p), "");
+    p = sample_plan();
+    p.admit[6].ttl = 60;                                // a day with another TTL
+    EXPECT_EQ(admit_command(p), "");
+    p = sample_plan();
+    p.reject.push_back({"k:rej2:day", 2, 3024000});     // reject counters with two deltas
+    EXPECT_EQ(admit_command(p), "");
+    const std::vector<Incr> quad = sample_plan().admit;
+    std::string out = "waiting";
+    EXPECT_TRUE(append_account_command(out, quad, {}, 10, 99, "op:a", 300));
+    out = "waiting";
+    EXPECT_FALSE(append_account_command(out, {quad.begin(), quad.end() - 1}, {}, 10, 99, "op:a", 300));
+    EXPECT_EQ(out, "waiting");
+    BoundedIncrs g;
+    g.member = "model:m";
+    g.incrs = quad;
+    g.incrs[4].ttl = 1;                                 // a group's quad with another TTL than plain's
+    for (const Incr& in : g.incrs) g.overflow_keys.push_back(in.key + ":o");
+    EXPECT_FALSE(append_account_command(out, quad, {g}, 10, 99, "op:a", 300));
+    EXPECT_EQ(out, "waiting");
 }
 
 // A reserving check must name its scope's record; a plan that does not is
@@ -273,30 +331,37 @@ TEST(AdmitScript, AReservingCheckWithoutItsRecordIsRefused) {
 // The accounting and cancel commands as the scripts read them: KEYS, then
 // ARGV, with the releases' section only when something is released.
 TEST(AdmitScript, AccountingAndCancelLayouts) {
-    const std::vector<Incr> plain{{"p:1", 5, 60}};
+    // one counter in each section, in window quads
+    auto quad = [](const std::string& k, std::int64_t delta) {
+        return std::vector<Incr>{{k + ":m", delta, 60}, {k + ":h", delta, 70}, {k + ":d", delta, 80},
+                                 {k + ":mo", delta, 90}};
+    };
+    const std::vector<Incr> plain = quad("p", 5);
     BoundedIncrs g;
     g.member = "model:m";
-    g.incrs = {{"g:1", 2, 70}};
-    g.overflow_keys = {"o:1"};
+    g.incrs = quad("g", 2);
+    g.overflow_keys = {"o:m", "o:h", "o:d", "o:mo"};
     AdmissionPlan held_plan;
     held_plan.reserve.push_back(Reservation{"llmgw:user:a:rsv", Measure::Cost, 12, 600});
     HeldReservation rel{std::make_shared<const AdmissionPlan>(held_plan), ReserveAmounts{0, 300}};
     const std::string sha = account_script_sha1();
     EXPECT_EQ(argv_of(account_command(plain, {g}, 10, 99, "op:a", 300, true, rel)),
-              (std::vector<std::string>{"EVALSHA", sha, "6", kStatsIdsKey, "op:a", "p:1", "g:1", "o:1",
-                                        "llmgw:user:a:rsv", "10", "99", "300", "1", "5", "60", "1", "model:m", "1",
-                                        "2", "70", "1", "c12", "-300"}));
+              (std::vector<std::string>{"EVALSHA", sha, "15", kStatsIdsKey, "op:a", "p:m", "p:h", "p:d", "p:mo", "g:m",
+                                        "g:h", "g:d", "g:mo", "o:m", "o:h", "o:d", "o:mo", "llmgw:user:a:rsv", "10",
+                                        "99", "300", "4", "60", "70", "80", "90", "1", "5", "1", "model:m", "1", "2",
+                                        "1", "c12", "-300"}));
     rel.amounts = ReserveAmounts{300, 0};   // nothing to release: no section
     EXPECT_EQ(argv_of(account_command(plain, {}, 10, 99, "op:a", 300, true, rel)),
-              (std::vector<std::string>{"EVALSHA", sha, "3", kStatsIdsKey, "op:a", "p:1", "10", "99", "300", "1",
-                                        "5", "60", "0"}));
+              (std::vector<std::string>{"EVALSHA", sha, "6", kStatsIdsKey, "op:a", "p:m", "p:h", "p:d", "p:mo", "10",
+                                        "99", "300", "4", "60", "70", "80", "90", "1", "5", "0"}));
     g.overflow_keys.clear();   // a group without its overflow keys
     EXPECT_EQ(account_command(plain, {g}, 10, 99, "op:a", 300), "");
     EXPECT_EQ(cancel_account_command(plain, {g}, "op:a", 300), "");
-    g.overflow_keys = {"o:1"};
+    g.overflow_keys = {"o:m", "o:h", "o:d", "o:mo"};
     EXPECT_EQ(argv_of(cancel_account_command(plain, {g}, "op:c", 300)),
-              (std::vector<std::string>{"EVAL", cancel_script_source(), "4", "op:c", "p:1", "g:1", "o:1", "300", "acc",
-                                        "1", "5", "1", "1", "2"}));
+              (std::vector<std::string>{"EVAL", cancel_script_source(), "13", "op:c", "p:m", "p:h", "p:d", "p:mo",
+                                        "g:m", "g:h", "g:d", "g:mo", "o:m", "o:h", "o:d", "o:mo", "300", "acc", "4",
+                                        "5", "5", "5", "5", "1", "4", "2", "2", "2", "2"}));
     Limits user;
     user.cost_per_day_micros = 1000;
     const AdmissionPlan p = build_admission_plan({{"user", "a", &user}}, kNow, false, 600);
@@ -711,7 +776,7 @@ TEST_F(AdmitScriptRedis, ExactAbove2Pow53) {
     c.limit = 9007199254740994LL;  // 2^53 + 2
     c.add = 1;
     p.checks = {c};
-    p.admit = {{"x:ok", 1, 100}};
+    p.admit = quads({{"x:ok", 1, 100}});
     p.reject = {{"x:no", 1, 100}};
     c_.call({"SET", "x:a", "9007199254740993"});  // + 1 = limit: admitted
     EXPECT_TRUE(admit_ok(p).admitted);
@@ -744,7 +809,7 @@ TEST_F(AdmitScriptRedis, ExactAbove2Pow53) {
 
 TEST_F(AdmitScriptRedis, SaturationKeepsTtl) {
     AdmissionPlan p;
-    p.admit = {{"s:up", 5, 1000}, {"s:down", -5, 1000}};
+    p.admit = quads({{"s:up", 5, 1000}, {"s:down", -5, 1000}});
     c_.call({"SET", "s:up", "9223372036854775806", "EX", "100"});
     c_.call({"SET", "s:down", "-9223372036854775807"});
     EXPECT_TRUE(admit_ok(p).admitted);
@@ -760,7 +825,7 @@ TEST_F(AdmitScriptRedis, SaturationKeepsTtl) {
 // counter without one, so one found without (written by hand) keeps none.
 TEST_F(AdmitScriptRedis, TtlSetWhenTheIncrementCreatesTheCounter) {
     AdmissionPlan p;
-    p.admit = {{"t:new", 1, 1000}, {"t:nottl", 1, 1000}, {"t:short", 1, 1000}};
+    p.admit = quads({{"t:new", 1, 1000}, {"t:nottl", 1, 1000}, {"t:short", 1, 1000}});
     c_.call({"SET", "t:nottl", "7"});
     c_.call({"SET", "t:short", "7", "EX", "50"});
     EXPECT_TRUE(admit_ok(p).admitted);
@@ -778,7 +843,7 @@ TEST_F(AdmitScriptRedis, TtlSetWhenTheIncrementCreatesTheCounter) {
 TEST_F(AdmitScriptRedis, NoscriptFallsBackToEval) {
     ASSERT_EQ(c_.call({"SCRIPT", "FLUSH"}).type, T::Status);
     AdmissionPlan p;
-    p.admit = {{"n:a", 1, 100}};
+    p.admit = quads({{"n:a", 1, 100}});
     const RespValue v = c_.call(cmd_admit(p, {}, true));
     EXPECT_TRUE(is_noscript_error(v)) << v.str;
     AdmissionResult r;
@@ -800,7 +865,7 @@ TEST_F(AdmitScriptRedis, BadCountersAreStoreErrors) {
     c.limit = 10;
     c.add = 1;
     p.checks = {c};
-    p.admit = {{"b:k", 1, 100}};
+    p.admit = quads({{"b:k", 1, 100}});
     c_.call({"HSET", "b:k", "f", "v"});
     AdmissionResult r;
     std::string err;
@@ -847,12 +912,13 @@ TEST_F(AdmitScriptRedis, MatchesExecuteAdmission) {
             c.message = "check " + std::to_string(i);
             p.checks.push_back(c);
         }
-        for (std::size_t i = pick(4); i > 0; --i) {
-            p.admit.push_back({pool[pick(pool.size())], rng() % 8 == 0 ? any_value() : 1, 1000});
-        }
+        // admit counters in quads (four keys, one delta), reject ones with one delta
         for (std::size_t i = pick(3); i > 0; --i) {
-            p.reject.push_back({pool[pick(pool.size())], rng() % 8 == 0 ? any_value() : 1, 1000});
+            const std::int64_t d = rng() % 8 == 0 ? any_value() : 1;
+            for (int w = 0; w < kWindowCount; ++w) p.admit.push_back({pool[pick(pool.size())], d, 1000});
         }
+        const std::int64_t rd = rng() % 8 == 0 ? any_value() : 1;
+        for (std::size_t i = pick(3); i > 0; --i) p.reject.push_back({pool[pick(pool.size())], rd, 1000});
         AdmissionResult want;
         ASSERT_TRUE(execute_admission(ref, p, want));
         AdmissionResult got;
@@ -896,21 +962,27 @@ TEST_F(AdmitScriptRedis, ReaderRefusesLongAndNestedReplies) {
 // The accounting batch as one script call: every counter incremented, a new
 // counter given its TTL, an existing TTL never pushed back.
 TEST_F(AdmitScriptRedis, AccountingScriptIncrementsAndSetsTtlOnce) {
-    std::vector<Incr> incrs{{"acc:a", 11, 172800}, {"acc:b", 7, 120}, {"acc:c", 6, 3024000}};
+    // two counters, a window quad each: every key with its window's TTL
+    const std::vector<Incr> incrs{{"acc:a:min", 11, 120},    {"acc:a:hour", 11, 172800}, {"acc:a:day", 11, 3024000},
+                                  {"acc:a:month", 11, 34560000}, {"acc:b:min", 7, 120}, {"acc:b:hour", 7, 172800},
+                                  {"acc:b:day", 7, 3024000}, {"acc:b:month", 7, 34560000}};
     RespValue v = c_.call_wire(account_command(incrs, {}, 10, 1000, "op:t1", 3600, true));
     if (is_noscript_error(v)) v = c_.call_wire(account_command(incrs, {}, 10, 1000, "op:t1", 3600, false));
     ASSERT_EQ(v.type, RespValue::Type::Integer);
-    EXPECT_EQ(v.integer, 3);
-    EXPECT_EQ(c_.call({"GET", "acc:a"}).str, "11");
-    EXPECT_EQ(c_.call({"GET", "acc:b"}).str, "7");
-    EXPECT_EQ(c_.call({"GET", "acc:c"}).str, "6");
-    EXPECT_GT(ttl("acc:b"), 100);
-    EXPECT_LE(ttl("acc:b"), 120);
-    c_.call({"EXPIRE", "acc:a", "50"});
+    EXPECT_EQ(v.integer, 8);
+    EXPECT_EQ(c_.call({"GET", "acc:a:min"}).str, "11");
+    EXPECT_EQ(c_.call({"GET", "acc:a:month"}).str, "11");
+    EXPECT_EQ(c_.call({"GET", "acc:b:day"}).str, "7");
+    EXPECT_GT(ttl("acc:b:min"), 100);
+    EXPECT_LE(ttl("acc:b:min"), 120);
+    EXPECT_GT(ttl("acc:b:hour"), 172700);
+    EXPECT_LE(ttl("acc:b:hour"), 172800);
+    EXPECT_GT(ttl("acc:a:month"), 34559900);
+    c_.call({"EXPIRE", "acc:a:hour", "50"});
     v = c_.call_wire(account_command(incrs, {}, 10, 1000, "op:t2", 3600, true));   // loaded now: EVALSHA works
     ASSERT_EQ(v.type, RespValue::Type::Integer);
-    EXPECT_EQ(c_.call({"GET", "acc:a"}).str, "22");
-    EXPECT_LE(ttl("acc:a"), 50);                 // the TTL was kept, not reset to 172800
+    EXPECT_EQ(c_.call({"GET", "acc:a:hour"}).str, "22");
+    EXPECT_LE(ttl("acc:a:hour"), 50);            // the TTL was kept, not reset to 172800
     EXPECT_EQ(c_.call({"SCRIPT", "LOAD", account_script_source()}).str, account_script_sha1());
 }
 
@@ -958,12 +1030,12 @@ TEST_F(AdmitScriptRedis, CancelAfterTheOpRanUndoesIt) {
 }
 
 TEST_F(AdmitScriptRedis, BoundedAccountingOverflowsAndCancels) {
-    const std::vector<Incr> plain{{"p:tok", 11, 120}};
+    const std::vector<Incr> plain = quads({{"p:tok", 11, 120}});
     auto group = [](const std::string& id) {
         BoundedIncrs g;
         g.member = "model:" + id;
-        g.incrs = {{"m:" + id + ":req", 1, 120}, {"m:" + id + ":tok", 11, 120}};
-        g.overflow_keys = {"m:other:req", "m:other:tok"};
+        g.incrs = quads({{"m:" + id + ":req", 1, 120}, {"m:" + id + ":tok", 11, 120}});
+        for (const Incr& in : quads({{"m:other:req", 1, 120}, {"m:other:tok", 11, 120}})) g.overflow_keys.push_back(in.key);
         return g;
     };
     auto call = [&](const std::vector<BoundedIncrs>& groups, const std::string& op) {
@@ -971,9 +1043,9 @@ TEST_F(AdmitScriptRedis, BoundedAccountingOverflowsAndCancels) {
         if (is_noscript_error(v)) v = c_.call_wire(account_command(plain, groups, 2, 1000, op, 3600, false));
         return v;
     };
-    EXPECT_EQ(call({group("a"), group("b")}, "op:1").integer, 5);
-    EXPECT_EQ(call({group("c")}, "op:2").integer, 3);                     // the set is full: overflow
-    EXPECT_EQ(call({group("a")}, "op:3").integer, 3);                     // a known id keeps its own
+    EXPECT_EQ(call({group("a"), group("b")}, "op:1").integer, 20);        // 4 + 2 x 8 counters
+    EXPECT_EQ(call({group("c")}, "op:2").integer, 12);                    // the set is full: overflow
+    EXPECT_EQ(call({group("a")}, "op:3").integer, 12);                    // a known id keeps its own
     EXPECT_EQ(get("m:a:req"), 2);
     EXPECT_EQ(get("m:b:req"), 1);
     EXPECT_EQ(get("m:c:req"), 0);
@@ -993,7 +1065,7 @@ TEST_F(AdmitScriptRedis, BoundedAccountingOverflowsAndCancels) {
 TEST_F(AdmitScriptRedis, AccountingSaturatesNearTheMaximum) {
     c_.call({"SET", "sat:a", "9223372036854775805"});
     c_.call({"EXPIRE", "sat:a", "500"});
-    const std::vector<Incr> incrs{{"sat:a", 7, 120}, {"sat:b", 7, 120}};
+    const std::vector<Incr> incrs = quads({{"sat:a", 7, 120}, {"sat:b", 7, 120}});
     RespValue v = c_.call_wire(account_command(incrs, {}, 10, 1000, "op:s1", 3600, false));
     ASSERT_EQ(v.type, T::Integer) << v.str;
     EXPECT_EQ(c_.call({"GET", "sat:a"}).str, "9223372036854775807");
@@ -1028,8 +1100,8 @@ TEST_F(AdmitScriptRedis, ReservationsHoldAndSettle) {
     EXPECT_GE(ttl(hash), 600);
     EXPECT_LE(ttl(hash), reserve_key_ttl(kNow, 600));
     // One settles: 100 real tokens in, its 300 out.
-    const std::vector<Incr> usage{{key("user", "alice", "tokin", Window::Day), 80, 1000},
-                                  {key("user", "alice", "tokout", Window::Day), 20, 1000}};
+    const std::vector<Incr> usage = quads({{key("user", "alice", "tokin", Window::Day), 80, 1000},
+                                           {key("user", "alice", "tokout", Window::Day), 20, 1000}});
     RespValue v = c_.call_wire(account_command(usage, {}, 10, 1000, "op:r1", 3600, false, rel));
     ASSERT_EQ(v.type, T::Integer) << v.str;
     EXPECT_EQ(rget(reserved), 600);

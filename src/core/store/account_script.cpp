@@ -13,23 +13,31 @@ namespace {
 // increment that would pass INT64_MAX (INCRBY refuses it: "increment or
 // decrement would overflow") sets the counter to INT64_MAX instead,
 // keeping its TTL, like the shared-memory store and the admission script.
-const char kAccountScript[] = R"LUA(-- llm_gateway accounting v5
+const char kAccountScript[] = R"LUA(-- llm_gateway accounting v6
 )LUA";
 
 const char kAccountScriptTail[] = R"LUA(local ids, op, maxids, idsttl, opttl = KEYS[1], KEYS[2], tonumber(ARGV[1]), ARGV[2], ARGV[3]
 if not redis.call('SET', op, 'w', 'NX', 'EX', opttl) then return -1 end
 local choices = 'w'
 local k, a, n = 3, 4, 0
+-- the windows' TTLs; the counters come in quads, one delta per quad
+local W = tonumber(ARGV[a]); a = a + 1
+local TTL = {}
+for i = 1, W do TTL[i] = ARGV[a]; a = a + 1 end
 local nplain = tonumber(ARGV[a]); a = a + 1
-for i = 1, nplain do
-  local e = bump(KEYS[k], ARGV[a], ARGV[a + 1])
-  if e then return e end
-  k = k + 1; a = a + 2; n = n + 1
+for q = 1, nplain do
+  local d = ARGV[a]; a = a + 1
+  for i = 1, W do
+    local e = bump(KEYS[k], d, TTL[i])
+    if e then return e end
+    k = k + 1; n = n + 1
+  end
 end
 local ngroups = tonumber(ARGV[a]); a = a + 1
 for g = 1, ngroups do
-  local member, cnt = ARGV[a], tonumber(ARGV[a + 1])
+  local member, nq = ARGV[a], tonumber(ARGV[a + 1])
   a = a + 2
+  local cnt = nq * W
   local off = cnt
   if redis.call('SISMEMBER', ids, member) == 1 then
     off = 0
@@ -39,10 +47,14 @@ for g = 1, ngroups do
     off = 0
   end
   if off == 0 then choices = choices .. '0' else choices = choices .. '1' end
-  for i = 0, cnt - 1 do
-    local e = bump(KEYS[k + off + i], ARGV[a], ARGV[a + 1])
-    if e then return e end
-    a = a + 2; n = n + 1
+  local kq = k + off
+  for q = 1, nq do
+    local d = ARGV[a]; a = a + 1
+    for i = 1, W do
+      local e = bump(KEYS[kq], d, TTL[i])
+      if e then return e end
+      kq = kq + 1; n = n + 1
+    end
   end
   k = k + 2 * cnt
 end
@@ -81,11 +93,14 @@ bool append_account_command(std::string& out, const std::vector<Incr>& plain, co
     static const std::vector<Reservation> kNone;
     const std::vector<Reservation>& reserve = releases.plan != nullptr ? releases.plan->reserve : kNone;
     const std::size_t nrel = reserved_count(reserve, releases.amounts);
-    std::size_t nkeys = 2 + plain.size() + nrel, nargs = 5 + 2 * plain.size() + (nrel > 0 ? 1 + 2 * nrel : 0);
+    WindowTtls ttls;
+    if (!add_quads(ttls, plain)) return false;
+    std::size_t nkeys = 2 + plain.size() + nrel,
+                nargs = 4 + 1 + kWindowCount + quad_args(plain) + (nrel > 0 ? 1 + 2 * nrel : 0);
     for (const BoundedIncrs& g : groups) {
-        if (g.incrs.size() != g.overflow_keys.size()) return false;
+        if (g.incrs.size() != g.overflow_keys.size() || !add_quads(ttls, g.incrs)) return false;
         nkeys += 2 * g.incrs.size();
-        nargs += 2 + 2 * g.incrs.size();
+        nargs += 1 + quad_args(g.incrs);
     }
     const std::size_t mark = out.size();
     try {
@@ -103,19 +118,12 @@ bool append_account_command(std::string& out, const std::vector<Incr>& plain, co
         w.arg(max_ids);
         w.arg(ids_ttl);
         w.arg(op_ttl);
-        w.arg(static_cast<std::int64_t>(plain.size()));
-        for (const Incr& in : plain) {
-            w.arg(in.delta);
-            w.arg(in.ttl);
-        }
+        write_window_ttls(w, ttls);
+        write_quad_deltas(w, plain);
         w.arg(static_cast<std::int64_t>(groups.size()));
         for (const BoundedIncrs& g : groups) {
             w.arg(g.member);
-            w.arg(static_cast<std::int64_t>(g.incrs.size()));
-            for (const Incr& in : g.incrs) {
-                w.arg(in.delta);
-                w.arg(in.ttl);
-            }
+            write_quad_deltas(w, g.incrs);
         }
         if (nrel > 0) write_release_args(w, reserve, releases.amounts);
         return true;

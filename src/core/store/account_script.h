@@ -23,12 +23,17 @@
 // HINCRBY'd minus its amount and deleted when that leaves it below 0, so a
 // field or hash that had lapsed is not brought back (a field at 0 stays
 // until a later slot's admission of the scope deletes it).
+// The counters of plain and of each group come in window quads
+// (script_parts.h: a counter's buckets of every window, in window order,
+// one delta; the i-th of a quad has the i-th window's TTL); a command is
+// not written for counters that do not.
 // Layout (EVALSHA sha numkeys KEYS... ARGV...): KEYS = set, op key, plain
 // keys, per group its keys then its overflow keys, then the release hashes;
-// ARGV = max_ids, ids_ttl, op_ttl, nplain, (delta, ttl) per plain counter,
-// ngroups, per group: member, n, (delta, ttl) per counter, then, when
-// something is released, nrelease and (field, -amount) per reservation
-// with an amount above 0. All numbers are decimal int64 text.
+// ARGV = max_ids, ids_ttl, op_ttl, the window count W and each window's
+// TTL, the number of plain quads and each one's delta, ngroups, per group:
+// member, its number of quads and each one's delta, then, when something
+// is released, nrelease and (field, -amount) per reservation with an
+// amount above 0. All numbers are decimal int64 text.
 // Reply: Integer, the number of counters written (-1: cancelled before).
 // A cancel undoes the increments, not the releases: a reservation released
 // twice is at worst released early.
@@ -54,8 +59,9 @@ struct BoundedIncrs {
     std::vector<std::string> overflow_keys;   // one per incr
 };
 
-// Written straight into out (false, out unchanged: a group whose overflow
-// keys do not match its counters, or out of memory), or as a string of its
+// Written straight into out (false, out unchanged: counters not in window
+// quads, a group whose overflow keys do not match its counters, or out of
+// memory), or as a string of its
 // own ("" on failure). by_sha false: EVAL with the source.
 bool append_account_command(std::string& out, const std::vector<Incr>& plain, const std::vector<BoundedIncrs>& groups,
                             std::int64_t max_ids, std::int64_t ids_ttl, std::string_view op_key, std::int64_t op_ttl,

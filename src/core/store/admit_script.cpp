@@ -13,7 +13,7 @@ namespace {
 // Redis runs Lua 5.1: numbers are doubles and globals are forbidden. Every
 // int64 stays decimal text until split into hi * 1e9 + lo (both exact as
 // doubles), so sums and comparisons are exact over the whole int64 range.
-const char kScript[] = R"LUA(-- llmgw admission v3: KEYS/ARGV layout in src/core/store/admit_script.h
+const char kScript[] = R"LUA(-- llmgw admission v4: KEYS/ARGV layout in src/core/store/admit_script.h
 local B = 1000000000
 local function split(s)
   local neg = string.sub(s, 1, 1) == '-'
@@ -128,12 +128,18 @@ for i = 1, nchecks do
   end
   k = k + nkeys
 end
+-- the windows' TTLs; the admit counters come in quads, one delta per quad;
+-- the reject counters share one delta and one TTL
+local W = tonumber(ARGV[a]); a = a + 1
+local TTL = {}
+for i = 1, W do TTL[i] = ARGV[a]; a = a + 1 end
 local nadmit = tonumber(ARGV[a]); a = a + 1
 local first_admit, first_arg = k, a
-k = k + nadmit; a = a + 2 * nadmit
-local nreject = tonumber(ARGV[a]); a = a + 1
-local first_reject, first_reject_arg = k, a
-k = k + nreject; a = a + 2 * nreject
+k = k + nadmit * W; a = a + nadmit
+local nreject, rdelta, rttl = tonumber(ARGV[a]), ARGV[a + 1], ARGV[a + 2]
+a = a + 3
+local first_reject = k
+k = k + nreject
 -- the reservations: KEYS the scope's hash, ARGV field, delta, ttl
 local nres = tonumber(ARGV[a]); a = a + 1
 local first_res, first_res_arg = k, a
@@ -149,8 +155,13 @@ if stale then
   for j = 1, #stale, 2 do redis.call('HDEL', stale[j], stale[j + 1]) end
 end
 if rejected then
-  first_admit, first_arg = first_reject, first_reject_arg
-  nadmit = nreject
+  -- a delta of 0 writes nothing
+  if rdelta ~= '0' then
+    for i = 0, nreject - 1 do
+      local e = bump(KEYS[first_reject + i], rdelta, rttl)
+      if e then return e end
+    end
+  end
 else
   for i = 0, nres - 1 do
     -- the hash was read above: the first field of a slot moves the hash's
@@ -164,12 +175,14 @@ else
       if r then r[f] = '0' end
     end
   end
-end
-for i = 0, nadmit - 1 do
-  -- a delta of 0 writes nothing
-  if ARGV[first_arg + 2 * i] ~= '0' then
-    local e = bump(KEYS[first_admit + i], ARGV[first_arg + 2 * i], ARGV[first_arg + 2 * i + 1])
-    if e then return e end
+  for q = 0, nadmit - 1 do
+    local d, kq = ARGV[first_arg + q], first_admit + q * W
+    if d ~= '0' then
+      for i = 1, W do
+        local e = bump(KEYS[kq + i - 1], d, TTL[i])
+        if e then return e end
+      end
+    end
   end
 end
 if rejected then return {1, rejected - 1, unpack(used)} end
@@ -205,8 +218,14 @@ bool append_admit_command(std::string& out, const AdmissionPlan& plan, const Res
         if (c.reserves && c.reserved_record.empty()) return false;
         nkeys += c.keys.size() + (c.reserves ? 1 : 0);
     }
-    const std::size_t nargs =
-        4 + 4 * plan.checks.size() + 2 * (plan.admit.size() + plan.reject.size()) + 3 * nres + (op ? 1 : 0);
+    // The admit counters in window quads, the reject ones alike.
+    WindowTtls ttls;
+    if (!add_quads(ttls, plan.admit)) return false;
+    for (const Incr& in : plan.reject) {
+        if (in.delta != plan.reject.front().delta || in.ttl != plan.reject.front().ttl) return false;
+    }
+    const std::size_t nargs = 1 + 4 * plan.checks.size() + 1 + kWindowCount + quad_args(plan.admit) + 3 + 1 +
+                              3 * nres + (op ? 1 : 0);
     const std::size_t mark = out.size();
     try {
         RespWriter w(out);
@@ -235,16 +254,11 @@ bool append_admit_command(std::string& out, const AdmissionPlan& plan, const Res
                 w.arg(std::string_view("0"));
             }
         }
-        w.arg(static_cast<std::int64_t>(plan.admit.size()));
-        for (const Incr& in : plan.admit) {
-            w.arg(in.delta);
-            w.arg(in.ttl);
-        }
+        write_window_ttls(w, ttls);
+        write_quad_deltas(w, plan.admit);
         w.arg(static_cast<std::int64_t>(plan.reject.size()));
-        for (const Incr& in : plan.reject) {
-            w.arg(in.delta);
-            w.arg(in.ttl);
-        }
+        w.arg(plan.reject.empty() ? 0 : plan.reject.front().delta);
+        w.arg(plan.reject.empty() ? 0 : plan.reject.front().ttl);
         // The reservations have their own section (written only when
         // admitted, cheaper than the counters' saturating bump), and only
         // those that reserve something.

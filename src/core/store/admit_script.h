@@ -41,8 +41,12 @@
 //          reserved ("0", or the hash field of its oldest live slot, such
 //          as "t11971102": its last key is the hash, and it sums the fields
 //          of that measure from that slot on),
-//          then nadmit, then per admit increment: delta, ttl,
-//          then nreject, then per reject increment: delta, ttl,
+//          then the window count W and each window's TTL, then the
+//          number of admit quads and each one's delta (the admit counters
+//          come in window quads, script_parts.h: a counter's buckets of
+//          every window in window order, one delta, the i-th with the i-th
+//          window's TTL), then nreject, the reject counters' one delta and
+//          one TTL (they share them),
 //          then nreserve, then per reservation (those of plan.reserve
 //          with a delta above 0): field, delta, ttl.
 //   All numbers are decimal int64 text.
@@ -85,8 +89,10 @@ std::string admit_script_sha1();
 // The admission of plan reserving amounts as one command, written straight
 // into out (core/store/resp.h RespWriter): {"EVALSHA", sha1, numkeys,
 // KEYS..., ARGV...}, or with by_sha false {"EVAL", source, ...}; with an op
-// key, the op guard ("Ops and cancels" below). false (out unchanged) when a
-// reserving check has no record or memory ran out.
+// key, the op guard (admit_command_op below). false (out unchanged) when a
+// reserving check has no record, the admit counters are not in window
+// quads, the reject counters do not share their delta and TTL, or memory
+// ran out.
 bool append_admit_command(std::string& out, const AdmissionPlan& plan, const ReserveAmounts& amounts,
                           bool by_sha = true, std::string_view op_key = {}, std::int64_t op_ttl = 0);
 // The same as a string of its own; "" on failure.

@@ -57,6 +57,31 @@ void write_script_head(RespWriter& w, std::size_t nargs, bool by_sha, const std:
     w.arg(static_cast<std::int64_t>(nkeys));
 }
 
+bool add_quads(WindowTtls& t, const std::vector<Incr>& incrs) {
+    constexpr std::size_t kW = kWindowCount;
+    if (incrs.size() % kW != 0) return false;
+    if (!incrs.empty() && !t.known) {
+        for (std::size_t i = 0; i < kW; ++i) t.ttl[i] = incrs[i].ttl;
+        t.known = true;
+    }
+    for (std::size_t q = 0; q < incrs.size(); q += kW) {
+        for (std::size_t i = 0; i < kW; ++i) {
+            if (incrs[q + i].delta != incrs[q].delta || incrs[q + i].ttl != t.ttl[i]) return false;
+        }
+    }
+    return true;
+}
+
+void write_window_ttls(RespWriter& w, const WindowTtls& t) {
+    w.arg(static_cast<std::int64_t>(kWindowCount));
+    for (std::int64_t ttl : t.ttl) w.arg(ttl);
+}
+
+void write_quad_deltas(RespWriter& w, const std::vector<Incr>& incrs) {
+    w.arg(static_cast<std::int64_t>(incrs.size() / kWindowCount));
+    for (std::size_t q = 0; q < incrs.size(); q += kWindowCount) w.arg(incrs[q].delta);
+}
+
 std::string sha1_hex(const std::string& s) {
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned int len = 0;

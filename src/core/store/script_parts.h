@@ -8,7 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "core/metering/limits.h"
 #include "core/metering/reservation.h"
+#include "core/metering/windows.h"
 #include "core/store/resp.h"
 
 namespace llmgw {
@@ -35,6 +37,25 @@ void write_release_args(RespWriter& w, const std::vector<Reservation>& reserve, 
 // A script call's head: EVALSHA sha1 or EVAL source, then the key count.
 void write_script_head(RespWriter& w, std::size_t nargs, bool by_sha, const std::string& sha,
                        const std::string& source, std::size_t nkeys);
+// Counters in window quads: kWindowCount consecutive keys (one counter's
+// buckets of every window, in window order) share a delta, and a quad's
+// i-th key has the i-th window's TTL. A script takes such a section as one
+// delta per quad, the windows' TTLs once per call: a key costs a quarter
+// of an argument instead of two (Redis turns every argument into a string
+// of its own, twice: most of a script call's cost after its commands).
+struct WindowTtls {
+    std::int64_t ttl[kWindowCount] = {};
+    bool known = false;
+};
+// Checks that incrs are in quads whose TTLs agree with t (taking them from
+// the first quad when t has none yet); false when they are not.
+bool add_quads(WindowTtls& t, const std::vector<Incr>& incrs);
+// ARGV: the window count, then each window's TTL (0 when none is known).
+void write_window_ttls(RespWriter& w, const WindowTtls& t);
+// ARGV: the number of quads, then the delta of each.
+void write_quad_deltas(RespWriter& w, const std::vector<Incr>& incrs);
+inline std::size_t quad_args(const std::vector<Incr>& incrs) { return 1 + incrs.size() / kWindowCount; }
+
 // SHA1 of a script's source, 40 lowercase hex digits; "" when the digest
 // could not be computed.
 std::string sha1_hex(const std::string& s);
