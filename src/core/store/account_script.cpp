@@ -13,7 +13,7 @@ namespace {
 // increment that would pass INT64_MAX (INCRBY refuses it: "increment or
 // decrement would overflow") sets the counter to INT64_MAX instead,
 // keeping its TTL, like the shared-memory store and the admission script.
-const char kAccountScript[] = R"LUA(-- llm_gateway accounting v6
+const char kAccountScript[] = R"LUA(-- llm_gateway accounting v7
 )LUA";
 
 const char kAccountScriptTail[] = R"LUA(local ids, op, maxids, idsttl, opttl = KEYS[1], KEYS[2], tonumber(ARGV[1]), ARGV[2], ARGV[3]
@@ -21,18 +21,13 @@ if not redis.call('SET', op, 'w', 'NX', 'EX', opttl) then return -1 end
 local choices = 'w'
 local k, a, n = 3, 4, 0
 -- the windows' TTLs; the counters come in quads, one delta per quad
-local W = tonumber(ARGV[a]); a = a + 1
-local TTL = {}
-for i = 1, W do TTL[i] = ARGV[a]; a = a + 1 end
+local TTL
+TTL, a = window_ttls(a)
+local W = #TTL
 local nplain = tonumber(ARGV[a]); a = a + 1
-for q = 1, nplain do
-  local d = ARGV[a]; a = a + 1
-  for i = 1, W do
-    local e = bump(KEYS[k], d, TTL[i])
-    if e then return e end
-    k = k + 1; n = n + 1
-  end
-end
+local e = bump_quads(k, a, nplain, TTL)
+if e then return e end
+k = k + nplain * W; a = a + nplain; n = n + nplain * W
 local ngroups = tonumber(ARGV[a]); a = a + 1
 for g = 1, ngroups do
   local member, nq = ARGV[a], tonumber(ARGV[a + 1])
@@ -47,15 +42,9 @@ for g = 1, ngroups do
     off = 0
   end
   if off == 0 then choices = choices .. '0' else choices = choices .. '1' end
-  local kq = k + off
-  for q = 1, nq do
-    local d = ARGV[a]; a = a + 1
-    for i = 1, W do
-      local e = bump(KEYS[kq], d, TTL[i])
-      if e then return e end
-      kq = kq + 1; n = n + 1
-    end
-  end
+  e = bump_quads(k + off, a, nq, TTL)
+  if e then return e end
+  a = a + nq; n = n + cnt
   k = k + 2 * cnt
 end
 local nrel = tonumber(ARGV[a] or '0') or 0

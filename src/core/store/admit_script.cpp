@@ -13,7 +13,7 @@ namespace {
 // Redis runs Lua 5.1: numbers are doubles and globals are forbidden. Every
 // int64 stays decimal text until split into hi * 1e9 + lo (both exact as
 // doubles), so sums and comparisons are exact over the whole int64 range.
-const char kScript[] = R"LUA(-- llmgw admission v4: KEYS/ARGV layout in src/core/store/admit_script.h
+const char kScript[] = R"LUA(-- llmgw admission v5: KEYS/ARGV layout in src/core/store/admit_script.h
 local B = 1000000000
 local function split(s)
   local neg = string.sub(s, 1, 1) == '-'
@@ -130,9 +130,9 @@ for i = 1, nchecks do
 end
 -- the windows' TTLs; the admit counters come in quads, one delta per quad;
 -- the reject counters share one delta and one TTL
-local W = tonumber(ARGV[a]); a = a + 1
-local TTL = {}
-for i = 1, W do TTL[i] = ARGV[a]; a = a + 1 end
+local TTL
+TTL, a = window_ttls(a)
+local W = #TTL
 local nadmit = tonumber(ARGV[a]); a = a + 1
 local first_admit, first_arg = k, a
 k = k + nadmit * W; a = a + nadmit
@@ -176,12 +176,10 @@ else
     end
   end
   for q = 0, nadmit - 1 do
-    local d, kq = ARGV[first_arg + q], first_admit + q * W
-    if d ~= '0' then
-      for i = 1, W do
-        local e = bump(KEYS[kq + i - 1], d, TTL[i])
-        if e then return e end
-      end
+    -- a delta of 0 writes nothing
+    if ARGV[first_arg + q] ~= '0' then
+      local e = bump_quad(first_admit + q * W, ARGV[first_arg + q], TTL)
+      if e then return e end
     end
   end
 end

@@ -23,6 +23,25 @@ const char kBumpLua[] = R"LUA(local function bump(key, delta, ttl)
   end
   return nil
 end
+local function window_ttls(a)
+  local ttl = {}
+  for i = 1, tonumber(ARGV[a]) do ttl[i] = ARGV[a + i] end
+  return ttl, a + 1 + #ttl
+end
+local function bump_quad(k, delta, ttl)
+  for i = 1, #ttl do
+    local e = bump(KEYS[k + i - 1], delta, ttl[i])
+    if e then return e end
+  end
+  return nil
+end
+local function bump_quads(k, a, nq, ttl)
+  for q = 0, nq - 1 do
+    local e = bump_quad(k + q * #ttl, ARGV[a + q], ttl)
+    if e then return e end
+  end
+  return nil
+end
 )LUA";
 
 std::size_t reserved_count(const std::vector<Reservation>& reserve, const ReserveAmounts& amounts) {

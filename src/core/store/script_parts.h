@@ -20,7 +20,12 @@ namespace llmgw {
 // keeping its TTL. A counter gets its TTL when INCRBY answers the increment
 // itself, i.e. it created the counter (or found it at 0, when setting the
 // TTL again only lengthens the life of a bucket that is read by its key):
-// one command per counter instead of INCRBY and PTTL.
+// one command per counter instead of INCRBY and PTTL. With it, the Lua of
+// window quads (below): window_ttls(a) reads the windows' TTLs from ARGV[a]
+// on (their count, then each) and returns them with the next argument's
+// index; bump_quad(k, delta, ttl) bumps the quad of counters from KEYS[k]
+// on; bump_quads(k, a, nq, ttl) bumps nq quads from KEYS[k] on with their
+// deltas from ARGV[a] on. Each returns an error reply, or nil.
 extern const char kBumpLua[];
 
 // The reservations with an amount: how many, and their scopes' hashes as
