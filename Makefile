@@ -101,8 +101,14 @@ t/conformance/node_modules/.installed: t/conformance/package.json t/conformance/
 	cd t/conformance && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
+# A failing file is run once more, verbosely, so that its diagnostics end the
+# output (a parallel run interleaves them far above the summary); the target
+# fails either way.
 integration: module js conformance-deps
-	LLMGW_MODULE=$(CURDIR)/$(MODULE) NGINX_BIN=$(NGINX_BIN) prove -j$(PROVE_JOBS) -r t/
+	@export LLMGW_MODULE=$(CURDIR)/$(MODULE) NGINX_BIN=$(NGINX_BIN); \
+	if prove -j$(PROVE_JOBS) -r --state=save t/; then exit 0; fi; \
+	echo "== the failed files once more, verbosely:"; \
+	prove -v --state=failed || true; exit 1
 
 test: deps
 	$(MAKE) --no-print-directory -j$$(nproc) $(UNIT_BIN)

@@ -8,6 +8,7 @@ use warnings;
 use lib 't/lib';
 use Gw;
 use GwConf;
+use GwMeter;
 use File::Temp ();
 use Test::More;
 
@@ -30,6 +31,7 @@ subtest 'deny runs before the gateway: refused requests are not counted' => sub 
               . "llm_gateway_user root key=sk-root-16 admin;\n",
         server => "location /admin { llm_gateway_admin; }\n    location /v1/denied/ { deny all; llm_gateway; }",
     ));
+    GwMeter::wait_second_below(55);    # the minute's count is read back below
     my $r = Gw::http('POST', $ng->url('/v1/denied/chat/completions'),
                      headers => GwConf::bearer('sk-alice-16'), body => GwConf::chat_body('gpt-4o-mini'));
     is($r->{status}, 403, 'deny answers 403');
