@@ -112,6 +112,7 @@ struct Decoded {
     };
     std::vector<C> checks;
     std::vector<Incr> admit, reject, reserve;
+    std::vector<std::string> grants;   // per reservation
 };
 
 // The admission command (written in RESP) back as its arguments, and its
@@ -150,6 +151,13 @@ bool decode_args(const std::vector<std::string>& keys, const std::vector<std::st
         return true;
     };
     std::size_t n = 0;
+    // the reservations (field, delta, ttl, grant each: the field is left
+    // out here, the grant kept)
+    if (!num(n) || a + 4 * n > argv.size() || k + n > keys.size()) return false;
+    for (std::size_t i = 0; i < n; ++i, a += 4) {
+        d.reserve.push_back(Incr{keys[k++], std::stoll(argv[a + 1]), std::stoll(argv[a + 2])});
+        d.grants.push_back(argv[a + 3]);
+    }
     if (!num(n)) return false;
     for (std::size_t i = 0; i < n; ++i) {
         Decoded::C c;
@@ -165,8 +173,7 @@ bool decode_args(const std::vector<std::string>& keys, const std::vector<std::st
         d.checks.push_back(c);
     }
     // the windows' TTLs, the admit quads (a delta each), the reject
-    // counters (one delta and TTL for all), the reservations (field,
-    // delta, ttl each: the field is left out here)
+    // counters (one delta and TTL for all)
     std::size_t w = 0;
     if (!num(w) || a + w > argv.size()) return false;
     std::vector<std::int64_t> ttl;
@@ -179,8 +186,6 @@ bool decode_args(const std::vector<std::string>& keys, const std::vector<std::st
     if (!num(n) || a + 2 > argv.size() || k + n > keys.size()) return false;
     for (std::size_t i = 0; i < n; ++i) d.reject.push_back(Incr{keys[k++], std::stoll(argv[a]), std::stoll(argv[a + 1])});
     a += 2;
-    if (!num(n) || a + 3 * n > argv.size() || k + n > keys.size()) return false;
-    for (std::size_t i = 0; i < n; ++i, a += 3) d.reserve.push_back(Incr{keys[k++], std::stoll(argv[a + 1]), std::stoll(argv[a + 2])});
     return a == argv.size() && k == keys.size();
 }
 
@@ -218,9 +223,9 @@ TEST(AdmitScript, ArgsRoundTrip) {
     EXPECT_EQ(keys, (std::vector<std::string>{"k:req:min", "k:tokin:day", "k:tokout:day", "k:req:min", "k:req:hour",
                                               "k:req:day", "k:req:month", "k:cost:min", "k:cost:hour", "k:cost:day",
                                               "k:cost:month", "k:rej:day"}));
-    EXPECT_EQ(args, (std::vector<std::string>{"3", "1", "50", "1", "0", "2", "9223372036854775807", "0", "0", "0", "1",
-                                              "0", "0", "4", "120", "172800", "3024000", "34560000", "2", "1", "-7",
-                                              "1", "1", "3024000", "0"}));
+    EXPECT_EQ(args, (std::vector<std::string>{"0", "3", "1", "50", "1", "0", "2", "9223372036854775807", "0", "0", "0",
+                                              "1", "0", "0", "4", "120", "172800", "3024000", "34560000", "2", "1",
+                                              "-7", "1", "1", "3024000"}));
     Decoded d;
     ASSERT_TRUE(decode_args(keys, args, d));
     ASSERT_EQ(d.checks.size(), p.checks.size());
@@ -274,9 +279,9 @@ TEST(AdmitScript, EmptyPlan) {
     AdmissionPlan p;
     std::vector<std::string> keys;
     EXPECT_EQ(script_args(p, {}, keys),
-              (std::vector<std::string>{"0", "4", "0", "0", "0", "0", "0", "0", "0", "0", "0"}));
+              (std::vector<std::string>{"0", "0", "4", "0", "0", "0", "0", "0", "0", "0", "0"}));
     EXPECT_TRUE(keys.empty());
-    EXPECT_EQ(cmd_admit(p), (std::vector<std::string>{"EVALSHA", admit_script_sha1(), "0", "0", "4", "0", "0", "0",
+    EXPECT_EQ(cmd_admit(p), (std::vector<std::string>{"EVALSHA", admit_script_sha1(), "0", "0", "0", "4", "0", "0",
                                                       "0", "0", "0", "0", "0", "0"}));
 }
 
@@ -343,14 +348,14 @@ TEST(AdmitScript, AccountingAndCancelLayouts) {
     g.overflow_keys = {"o:m", "o:h", "o:d", "o:mo"};
     AdmissionPlan held_plan;
     held_plan.reserve.push_back(Reservation{"llmgw:user:a:rsv", Measure::Cost, 12, 600});
-    HeldReservation rel{std::make_shared<const AdmissionPlan>(held_plan), ReserveAmounts{0, 300}};
+    std::vector<Release> rel = admission_releases(held_plan, ReserveAmounts{0, 300});
     const std::string sha = account_script_sha1();
     EXPECT_EQ(argv_of(account_command(plain, {g}, 10, 99, "op:a", 300, true, rel)),
               (std::vector<std::string>{"EVALSHA", sha, "15", kStatsIdsKey, "op:a", "p:m", "p:h", "p:d", "p:mo", "g:m",
                                         "g:h", "g:d", "g:mo", "o:m", "o:h", "o:d", "o:mo", "llmgw:user:a:rsv", "10",
                                         "99", "300", "4", "60", "70", "80", "90", "1", "5", "1", "model:m", "1", "2",
                                         "1", "c12", "-300"}));
-    rel.amounts = ReserveAmounts{300, 0};   // nothing to release: no section
+    rel = admission_releases(held_plan, ReserveAmounts{300, 0});   // nothing to release: no section
     EXPECT_EQ(argv_of(account_command(plain, {}, 10, 99, "op:a", 300, true, rel)),
               (std::vector<std::string>{"EVALSHA", sha, "6", kStatsIdsKey, "op:a", "p:m", "p:h", "p:d", "p:mo", "10",
                                         "99", "300", "4", "60", "70", "80", "90", "1", "5", "0"}));
@@ -1081,6 +1086,63 @@ TEST_F(AdmitScriptRedis, AccountingSaturatesNearTheMaximum) {
 // accounting script settles: the real usage in, the reservation out, in one
 // call; a release of a counter that lapsed touches nothing. Redis keeps a
 // scope's reserved counters as fields of one hash (reserved_hash_field).
+// A lease's grant (core/metering/lease.h) is added only when the checks
+// pass with it too, exactly as LeaseBook reckons from the reply; a Hit
+// checks the counters alone and writes no reservation.
+TEST_F(AdmitScriptRedis, LeaseGrantsFitOrAreLeftOutAndHitsWriteNothing) {
+    Limits user;
+    user.tokens_per_day = 10000;
+    const std::vector<Scope> scopes = {{"user", "alice", &user}, {"total", "all", nullptr}};
+    const AdmissionPlan plan = build_admission_plan(scopes, kNow, false, 600);
+    ASSERT_EQ(plan.reserve.size(), 1u);
+    const std::string reserved = slot_key(plan.reserve[0]);
+    const ReserveAmounts w{1000, 0};
+    auto run = [&](const LeaseTicket& t) {
+        std::string cmd;
+        EXPECT_TRUE(append_admit_command(cmd, plan, w, false, {}, 0, &t));
+        AdmissionResult r;
+        std::string err;
+        EXPECT_TRUE(decode_admit_reply(c_.call_wire(cmd), plan, r, err)) << err;
+        return r;
+    };
+    LeaseTicket grant;
+    grant.parts.resize(1);
+    grant.parts[0].use = LeaseUse::Grant;
+    grant.parts[0].extra = 5000;
+    AdmissionResult r = run(grant);
+    ASSERT_TRUE(r.admitted);
+    EXPECT_TRUE(grant_fits(plan.checks[0], r.used[0], 1000, 5000));
+    EXPECT_EQ(rget(reserved), 6000);                  // 0 + 1000 + 5000 <= 10000
+    r = run(grant);
+    ASSERT_TRUE(r.admitted);
+    EXPECT_EQ(r.used[0], 6000);
+    EXPECT_FALSE(grant_fits(plan.checks[0], r.used[0], 1000, 5000));
+    EXPECT_EQ(rget(reserved), 7000);                  // 6000 + 1000 + 5000 > 10000: its own only
+    grant.parts[0].extra = 2000;
+    r = run(grant);
+    ASSERT_TRUE(r.admitted);
+    EXPECT_EQ(rget(reserved), 10000);                 // 7000 + 1000 + 2000 == 10000 fits
+    // A Hit: the reserved sum is not read, nothing is reserved.
+    LeaseTicket hit;
+    hit.parts.resize(1);
+    hit.parts[0].use = LeaseUse::Hit;
+    r = run(hit);
+    ASSERT_TRUE(r.admitted);
+    EXPECT_EQ(r.used[0], 0);
+    EXPECT_EQ(rget(reserved), 10000);
+    // Its own reservation no longer fits: refused, nothing written.
+    r = run(grant);
+    EXPECT_FALSE(r.admitted);
+    EXPECT_EQ(rget(reserved), 10000);
+    // A Hit once the spent counters reach the limit is refused too.
+    for (const std::string& k : plan.checks[0].keys) c_.call({"SET", k, "5000"});
+    EXPECT_FALSE(run(hit).admitted);
+    // The cancel of an admission takes back what it wrote, not the Hits.
+    EXPECT_TRUE(admission_releases(plan, w, &hit).empty());
+    ASSERT_EQ(admission_releases(plan, w, &grant).size(), 1u);
+    EXPECT_EQ(admission_releases(plan, w, &grant)[0].amount, 1000);
+}
+
 TEST_F(AdmitScriptRedis, ReservationsHoldAndSettle) {
     Limits user;
     user.tokens_per_day = 1000;
@@ -1090,7 +1152,7 @@ TEST_F(AdmitScriptRedis, ReservationsHoldAndSettle) {
     int admitted = 0;
     for (int i = 0; i < 5; ++i) admitted += admit_ok(plan, amounts).admitted ? 1 : 0;
     EXPECT_EQ(admitted, 3);                                    // 3 * 300 <= 1000 < 4 * 300
-    const HeldReservation rel{std::make_shared<const AdmissionPlan>(plan), amounts};
+    const std::vector<Release> rel = admission_releases(plan, amounts);
     ASSERT_EQ(plan.reserve.size(), 1u);
     const std::string reserved = slot_key(plan.reserve[0]);
     const std::string hash = hash_of(reserved);
@@ -1166,7 +1228,7 @@ TEST_F(AdmitScriptRedis, ReservedFieldsOfLapsedSlotsAreDeleted) {
     // A release of the lapsed field: not brought back; the others stay.
     AdmissionPlan lapsed;
     lapsed.reserve = {release_of(tok_lapsed), release_of(cost_live)};
-    const HeldReservation rel{std::make_shared<const AdmissionPlan>(lapsed), ReserveAmounts{500, 950}};
+    const std::vector<Release> rel = admission_releases(lapsed, ReserveAmounts{500, 950});
     RespValue v = c_.call_wire(account_command({}, {}, 10, 1000, "op:l", 3600, false, rel));
     ASSERT_EQ(v.type, T::Integer) << v.str;
     EXPECT_FALSE(rexists(tok_lapsed));

@@ -244,6 +244,7 @@ AdmissionPlan build_admission_plan(const std::vector<Scope>& scopes, std::time_t
     AdmissionPlan plan;
     for (const Scope& s : scopes) {
         if (s.limits == nullptr) continue;
+        const std::size_t first_check = plan.checks.size();
         bool reserves[3] = {false, false, false};   // by Measure
         for (const CheckSpec& c : kChecks) {
             const std::int64_t limit = s.limits->*(c.field);
@@ -272,6 +273,11 @@ AdmissionPlan build_admission_plan(const std::vector<Scope>& scopes, std::time_t
             if (!reserves[static_cast<int>(m)]) continue;
             plan.reserve.push_back(Reservation{reserved_record_key(s.kind, s.id), m, reserve_slot(now, reserve_ttl),
                                                reserve_key_ttl(now, reserve_ttl)});
+            for (std::size_t i = first_check; i < plan.checks.size(); ++i) {
+                if (plan.checks[i].reserves && plan.checks[i].measure == m) {
+                    plan.checks[i].reserve_index = static_cast<int>(plan.reserve.size() - 1);
+                }
+            }
         }
     }
     const std::string day = bucket(Window::Day, now);

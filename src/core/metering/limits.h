@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <ctime>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -12,6 +13,8 @@
 #include "core/metering/windows.h"
 
 namespace llmgw {
+
+struct LeaseTicket;   // core/metering/lease.h
 
 struct Limits {
     std::int64_t requests_per_minute = 0;  // 0 = none
@@ -64,6 +67,7 @@ struct Check {
     bool reserves = false;
     std::string reserved_record;    // the scope's reserved_record_key when reserves
     std::int64_t reserved_oldest = 0;
+    int reserve_index = -1;         // its reservation in AdmissionPlan::reserve when reserves
 };
 
 struct Incr {
@@ -130,6 +134,9 @@ struct AdmissionResult {
     // Per check of the plan, in order: the sum of its counters before this
     // request (negative read as 0, saturating); empty when not known.
     std::vector<std::int64_t> used;
+    // Admitted with reservations held in the worker's leases (a shared
+    // store's, core/metering/lease.h); null otherwise.
+    std::shared_ptr<LeaseTicket> lease;
 };
 
 // The store seen by the plan executor: reads and increments under one lock.

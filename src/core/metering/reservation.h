@@ -21,6 +21,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/metering/limits.h"
@@ -60,9 +61,17 @@ void for_each_reserved(const std::vector<Reservation>& reserve, const ReserveAmo
 // (shared and never changed, so holding it costs a reference, not a copy)
 // and the request's amounts. Releasing takes each reservation's amount back
 // from its counter, only while that exists, never below 0.
+struct LeaseTicket;   // core/metering/lease.h
+
 struct HeldReservation {
+    HeldReservation() = default;
+    HeldReservation(std::shared_ptr<const AdmissionPlan> p, const ReserveAmounts& a,
+                    std::shared_ptr<LeaseTicket> l = nullptr)
+        : plan(std::move(p)), amounts(a), lease(std::move(l)) {}
     std::shared_ptr<const AdmissionPlan> plan;
     ReserveAmounts amounts;
+    // The parts held in the worker's leases (a shared store's; null: none).
+    std::shared_ptr<LeaseTicket> lease;
     // Whether anything is held: a reservation with an amount above 0.
     bool any() const;
     void clear() { *this = HeldReservation(); }

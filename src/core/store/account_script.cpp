@@ -78,10 +78,8 @@ std::string account_script_sha1() {
 
 bool append_account_command(std::string& out, const std::vector<Incr>& plain, const std::vector<BoundedIncrs>& groups,
                             std::int64_t max_ids, std::int64_t ids_ttl, std::string_view op_key, std::int64_t op_ttl,
-                            bool by_sha, const HeldReservation& releases) {
-    static const std::vector<Reservation> kNone;
-    const std::vector<Reservation>& reserve = releases.plan != nullptr ? releases.plan->reserve : kNone;
-    const std::size_t nrel = reserved_count(reserve, releases.amounts);
+                            bool by_sha, const std::vector<Release>& releases) {
+    const std::size_t nrel = releases.size();
     WindowTtls ttls;
     if (!add_quads(ttls, plain)) return false;
     std::size_t nkeys = 2 + plain.size() + nrel,
@@ -103,7 +101,7 @@ bool append_account_command(std::string& out, const std::vector<Incr>& plain, co
             for (const Incr& in : g.incrs) w.arg(in.key);
             for (const std::string& k : g.overflow_keys) w.arg(k);
         }
-        write_reserved_records(w, reserve, releases.amounts);
+        write_release_keys(w, releases);
         w.arg(max_ids);
         w.arg(ids_ttl);
         w.arg(op_ttl);
@@ -114,7 +112,7 @@ bool append_account_command(std::string& out, const std::vector<Incr>& plain, co
             w.arg(g.member);
             write_quad_deltas(w, g.incrs);
         }
-        if (nrel > 0) write_release_args(w, reserve, releases.amounts);
+        if (nrel > 0) write_release_args(w, releases);
         return true;
     } catch (...) {
         out.resize(mark);
@@ -124,7 +122,7 @@ bool append_account_command(std::string& out, const std::vector<Incr>& plain, co
 
 std::string account_command(const std::vector<Incr>& plain, const std::vector<BoundedIncrs>& groups,
                             std::int64_t max_ids, std::int64_t ids_ttl, std::string_view op_key, std::int64_t op_ttl,
-                            bool by_sha, const HeldReservation& releases) {
+                            bool by_sha, const std::vector<Release>& releases) {
     std::string out;
     if (!append_account_command(out, plain, groups, max_ids, ids_ttl, op_key, op_ttl, by_sha, releases)) return {};
     return out;

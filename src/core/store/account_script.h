@@ -18,9 +18,9 @@
 // op_ttl) and writes nothing when that fails (reply -1); at the end the op
 // key records "w" and one character per group, '0' own keys, '1' overflow
 // keys.
-// releases: a held reservation (core/metering/reservation.h), released in
-// the same call: each reserved counter (a field of its scope's hash) is
-// HINCRBY'd minus its amount and deleted when that leaves it below 0, so a
+// releases: reserved counters given back in the same call (a request's own
+// reservations, a worker's lease or part of one: core/metering/lease.h):
+// each (a field of its scope's hash) is HINCRBY'd minus its amount and deleted when that leaves it below 0, so a
 // field or hash that had lapsed is not brought back (a field at 0 stays
 // until a later slot's admission of the scope deletes it).
 // The counters of plain and of each group come in window quads
@@ -32,8 +32,8 @@
 // ARGV = max_ids, ids_ttl, op_ttl, the window count W and each window's
 // TTL, the number of plain quads and each one's delta, ngroups, per group:
 // member, its number of quads and each one's delta, then, when something
-// is released, nrelease and (field, -amount) per reservation with an
-// amount above 0. All numbers are decimal int64 text.
+// is released, nrelease and (field, -amount) per release. All numbers are
+// decimal int64 text.
 // Reply: Integer, the number of counters written (-1: cancelled before).
 // A cancel undoes the increments, not the releases: a reservation released
 // twice is at worst released early.
@@ -43,8 +43,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/metering/lease.h"
 #include "core/metering/limits.h"
-#include "core/metering/reservation.h"
 
 namespace llmgw {
 
@@ -65,9 +65,9 @@ struct BoundedIncrs {
 // own ("" on failure). by_sha false: EVAL with the source.
 bool append_account_command(std::string& out, const std::vector<Incr>& plain, const std::vector<BoundedIncrs>& groups,
                             std::int64_t max_ids, std::int64_t ids_ttl, std::string_view op_key, std::int64_t op_ttl,
-                            bool by_sha = true, const HeldReservation& releases = {});
+                            bool by_sha = true, const std::vector<Release>& releases = {});
 std::string account_command(const std::vector<Incr>& plain, const std::vector<BoundedIncrs>& groups,
                             std::int64_t max_ids, std::int64_t ids_ttl, std::string_view op_key, std::int64_t op_ttl,
-                            bool by_sha = true, const HeldReservation& releases = {});
+                            bool by_sha = true, const std::vector<Release>& releases = {});
 
 }  // namespace llmgw

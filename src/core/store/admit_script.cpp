@@ -13,7 +13,7 @@ namespace {
 // Redis runs Lua 5.1: numbers are doubles and globals are forbidden. Every
 // int64 stays decimal text until split into hi * 1e9 + lo (both exact as
 // doubles), so sums and comparisons are exact over the whole int64 range.
-const char kScript[] = R"LUA(-- llmgw admission v5: KEYS/ARGV layout in src/core/store/admit_script.h
+const char kScript[] = R"LUA(-- llmgw admission v6: KEYS/ARGV layout in src/core/store/admit_script.h
 local B = 1000000000
 local function split(s)
   local neg = string.sub(s, 1, 1) == '-'
@@ -47,6 +47,20 @@ end
 
 // The rest of the admission script, after kBumpLua.
 const char kScriptTail[] = R"LUA(local a, k = 1, 1
+-- the reservations first: KEYS the scope's hash, ARGV field, delta, ttl,
+-- grant (a lease's, core/metering/lease.h: "0" or an amount added to the
+-- delta only when every check of that hash and measure passes with it)
+local nres = tonumber(ARGV[a]); a = a + 1
+local first_res, first_res_arg = k, a
+local gx = nil
+for i = 0, nres - 1 do
+  local ex = ARGV[a + 4 * i + 3]
+  if ex ~= '0' then
+    gx = gx or {}
+    gx[KEYS[k + i] .. string.sub(ARGV[a + 4 * i], 1, 1)] = ex
+  end
+end
+k = k + nres; a = a + 4 * nres
 local nchecks = tonumber(ARGV[a]); a = a + 1
 -- the reserved counters: a hash per scope, a field per measure and slot
 -- ("t<slot>" tokens, "c<slot>" cost), read once per hash with HGETALL into
@@ -88,6 +102,8 @@ local rejected = nil
 -- every check's sum before this request, as text (negative as 0): the
 -- reply carries them for the remaining-allowance headers
 local used = {}
+-- whether a grant fits, by hash and measure
+local grant = {}
 for i = 1, nchecks do
   local nkeys = tonumber(ARGV[a])
   local limit, add, rv = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
@@ -114,8 +130,18 @@ for i = 1, nchecks do
   end
   local uh, ul = norm(sh, sl)
   used[i] = text(uh, ul)
+  local lh, ll = norm(split(limit))
+  local g = gx and rv ~= '0' and KEYS[k + nkeys - 1] .. string.sub(rv, 1, 1)
+  if g and gx[g] then
+    -- the sum as the reply gives it (negative as 0), plus add and the grant
+    local gh, gl = uh, ul
+    if gh < 0 then gh, gl = 0, 0 end
+    local ah, al = split(add)
+    local eh, el = split(gx[g])
+    local th, tl = norm(gh + ah + eh, gl + al + el)
+    grant[g] = grant[g] ~= false and not less(lh, ll, th, tl)
+  end
   if not rejected then
-    local lh, ll = norm(split(limit))
     local breach
     if add ~= '0' then
       local ah, al = split(add)
@@ -140,10 +166,6 @@ local nreject, rdelta, rttl = tonumber(ARGV[a]), ARGV[a + 1], ARGV[a + 2]
 a = a + 3
 local first_reject = k
 k = k + nreject
--- the reservations: KEYS the scope's hash, ARGV field, delta, ttl
-local nres = tonumber(ARGV[a]); a = a + 1
-local first_res, first_res_arg = k, a
-k = k + nres; a = a + 3 * nres
 -- optional op guard: one more key (the op key) and one more argument (its
 -- TTL); the op is claimed before any write, so a cancelled op never runs
 if #ARGV > a - 1 then
@@ -167,9 +189,15 @@ else
     -- the hash was read above: the first field of a slot moves the hash's
     -- TTL on to that slot's, never back (a replica whose clock lags may
     -- still reserve in the slot before)
-    local key, ra = KEYS[first_res + i], first_res_arg + 3 * i
+    local key, ra = KEYS[first_res + i], first_res_arg + 4 * i
     local f, r = ARGV[ra], rsv[key]
-    redis.call('HINCRBY', key, f, ARGV[ra + 1])
+    local d, ex = ARGV[ra + 1], ARGV[ra + 3]
+    if ex ~= '0' and grant[key .. string.sub(f, 1, 1)] then
+      local dh, dl = split(d)
+      local eh, el = split(ex)
+      d = text(norm(dh + eh, dl + el))
+    end
+    redis.call('HINCRBY', key, f, d)
     if not (r and r[f]) then
       if redis.call('TTL', key) < tonumber(ARGV[ra + 2]) then redis.call('EXPIRE', key, ARGV[ra + 2]) end
       if r then r[f] = '0' end
@@ -207,14 +235,28 @@ std::string admit_script_sha1() {
 }
 
 bool append_admit_command(std::string& out, const AdmissionPlan& plan, const ReserveAmounts& amounts, bool by_sha,
-                          std::string_view op_key, std::int64_t op_ttl) {
+                          std::string_view op_key, std::int64_t op_ttl, const LeaseTicket* lease) {
     const bool op = !op_key.empty();
-    const std::size_t nres = reserved_count(plan.reserve, amounts);
+    // A reservation taken from a lease writes nothing, and its checks are
+    // written as in the default mode: their counters, no reserved sum.
+    auto hit = [lease](std::size_t j) { return lease != nullptr && lease->use(j) == LeaseUse::Hit; };
+    auto leased = [&hit](const Check& c) {
+        return c.reserves && c.reserve_index >= 0 && hit(static_cast<std::size_t>(c.reserve_index));
+    };
+    // Calls f(reservation, index, amount) for each one the admission writes.
+    auto each_written = [&](auto f) {
+        for (std::size_t j = 0; j < plan.reserve.size(); ++j) {
+            const std::int64_t amount = reserve_amount(amounts, plan.reserve[j].measure);
+            if (amount > 0 && !hit(j)) f(plan.reserve[j], j, amount);
+        }
+    };
+    std::size_t nres = 0;
+    each_written([&nres](const Reservation&, std::size_t, std::int64_t) { ++nres; });
     std::size_t nkeys = plan.admit.size() + plan.reject.size() + nres + (op ? 1 : 0);
     for (const Check& c : plan.checks) {
         // A reserving check's reserved counters are its scope's hash.
         if (c.reserves && c.reserved_record.empty()) return false;
-        nkeys += c.keys.size() + (c.reserves ? 1 : 0);
+        nkeys += c.keys.size() + (c.reserves && !leased(c) ? 1 : 0);
     }
     // The admit counters in window quads, the reject ones alike.
     WindowTtls ttls;
@@ -222,29 +264,38 @@ bool append_admit_command(std::string& out, const AdmissionPlan& plan, const Res
     for (const Incr& in : plan.reject) {
         if (in.delta != plan.reject.front().delta || in.ttl != plan.reject.front().ttl) return false;
     }
-    const std::size_t nargs = 1 + 4 * plan.checks.size() + 1 + kWindowCount + quad_args(plan.admit) + 3 + 1 +
-                              3 * nres + (op ? 1 : 0);
+    const std::size_t nargs = 1 + 4 * nres + 1 + 4 * plan.checks.size() + 1 + kWindowCount + quad_args(plan.admit) +
+                              3 + (op ? 1 : 0);
     const std::size_t mark = out.size();
     try {
         RespWriter w(out);
         write_script_head(w, nargs, by_sha, by_sha ? admit_script_sha1() : std::string(), admit_script_source(), nkeys);
         // KEYS
+        each_written([&w](const Reservation& r, std::size_t, std::int64_t) { w.arg(r.record); });
         for (const Check& c : plan.checks) {
             for (const std::string& k : c.keys) w.arg(k);
-            if (c.reserves) w.arg(c.reserved_record);
+            if (c.reserves && !leased(c)) w.arg(c.reserved_record);
         }
         for (const Incr& in : plan.admit) w.arg(in.key);
         for (const Incr& in : plan.reject) w.arg(in.key);
-        write_reserved_records(w, plan.reserve, amounts);
         if (op) w.arg(op_key);
-        // ARGV
+        // ARGV: the reservations (written only when admitted) first, so
+        // that the checks know the grants asked.
+        w.arg(static_cast<std::int64_t>(nres));
+        each_written([&w, lease](const Reservation& r, std::size_t j, std::int64_t amount) {
+            write_reserved_field(w, r.measure == Measure::Tokens, r.slot);
+            w.arg(amount);
+            w.arg(r.ttl);
+            w.arg(lease != nullptr ? lease->extra(j) : 0);
+        });
         w.arg(static_cast<std::int64_t>(plan.checks.size()));
         for (const Check& c : plan.checks) {
-            w.arg(static_cast<std::int64_t>(c.keys.size() + (c.reserves ? 1 : 0)));
+            const bool reserving = c.reserves && !leased(c);
+            w.arg(static_cast<std::int64_t>(c.keys.size() + (reserving ? 1 : 0)));
             w.arg(c.limit);
-            const std::int64_t add = check_add(c, amounts);
+            const std::int64_t add = reserving ? check_add(c, amounts) : c.add;
             w.arg(add > 0 ? add : 0);
-            if (c.reserves) {
+            if (reserving) {
                 // The field of the oldest live slot: the check sums that
                 // measure's fields from it on.
                 write_reserved_field(w, c.measure == Measure::Tokens, c.reserved_oldest);
@@ -257,15 +308,6 @@ bool append_admit_command(std::string& out, const AdmissionPlan& plan, const Res
         w.arg(static_cast<std::int64_t>(plan.reject.size()));
         w.arg(plan.reject.empty() ? 0 : plan.reject.front().delta);
         w.arg(plan.reject.empty() ? 0 : plan.reject.front().ttl);
-        // The reservations have their own section (written only when
-        // admitted, cheaper than the counters' saturating bump), and only
-        // those that reserve something.
-        w.arg(static_cast<std::int64_t>(nres));
-        for_each_reserved(plan.reserve, amounts, [&w](const Reservation& r, std::int64_t amount) {
-            write_reserved_field(w, r.measure == Measure::Tokens, r.slot);
-            w.arg(amount);
-            w.arg(r.ttl);
-        });
         if (op) w.arg(op_ttl);
         return true;
     } catch (...) {
@@ -281,9 +323,9 @@ std::string admit_command(const AdmissionPlan& plan, const ReserveAmounts& amoun
 }
 
 std::string admit_command_op(const AdmissionPlan& plan, const ReserveAmounts& amounts, std::string_view op_key,
-                             std::int64_t op_ttl, bool by_sha) {
+                             std::int64_t op_ttl, bool by_sha, const LeaseTicket* lease) {
     std::string out;
-    if (op_key.empty() || !append_admit_command(out, plan, amounts, by_sha, op_key, op_ttl)) return std::string();
+    if (op_key.empty() || !append_admit_command(out, plan, amounts, by_sha, op_key, op_ttl, lease)) return std::string();
     return out;
 }
 

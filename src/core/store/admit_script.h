@@ -33,22 +33,28 @@
 // do not roll back), as with a store that fails half-way.
 //
 // Encoding (EVALSHA sha numkeys KEYS... ARGV...):
-//   KEYS = the keys of check 0, of check 1, ..., then the admit keys, then
-//          the reject keys, then the reservation keys, each in plan order;
-//          (a reserving check's last key is its scope's hash, after its
-//          counters; a reservation's key is its scope's hash);
-//   ARGV = nchecks, then per check: nkeys, limit, add ("0" when add <= 0),
-//          reserved ("0", or the hash field of its oldest live slot, such
-//          as "t11971102": its last key is the hash, and it sums the fields
-//          of that measure from that slot on),
+//   KEYS = the reservation keys (each its scope's hash), then the keys of
+//          check 0, of check 1, ..., then the admit keys, then the reject
+//          keys, each in plan order (a reserving check's last key is its
+//          scope's hash, after its counters);
+//   ARGV = nreserve, then per reservation (those of plan.reserve with a
+//          delta above 0 and not taken from a lease): field, delta, ttl,
+//          grant ("0", or a lease's grant, core/metering/lease.h: the delta
+//          grows by it when every check of that hash and measure has
+//          sum (as replied) + add + grant <= limit),
+//          then nchecks, then per check: nkeys, limit, add ("0" when
+//          add <= 0), reserved ("0", or the hash field of its oldest live
+//          slot, such as "t11971102": its last key is the hash, and it sums
+//          the fields of that measure from that slot on),
 //          then the window count W and each window's TTL, then the
 //          number of admit quads and each one's delta (the admit counters
 //          come in window quads, script_parts.h: a counter's buckets of
 //          every window in window order, one delta, the i-th with the i-th
 //          window's TTL), then nreject, the reject counters' one delta and
-//          one TTL (they share them),
-//          then nreserve, then per reservation (those of plan.reserve
-//          with a delta above 0): field, delta, ttl.
+//          one TTL (they share them).
+//   A reservation taken from a worker's lease (LeaseUse::Hit) writes
+//   nothing in the reservations, and its checks as the default mode does
+//   (their counters, add 0, no reserved sum).
 //   All numbers are decimal int64 text.
 // Reply: {0, used...} admitted; {1, i, used...} rejected by check i,
 // 0-based (the index in plan.checks, = AdmissionResult::check_index); used:
@@ -74,6 +80,7 @@
 #include <vector>
 
 #include "core/metering/keys.h"
+#include "core/metering/lease.h"
 #include "core/metering/limits.h"
 #include "core/metering/reservation.h"
 #include "core/store/resp.h"
@@ -94,7 +101,8 @@ std::string admit_script_sha1();
 // quads, the reject counters do not share their delta and TTL, or memory
 // ran out.
 bool append_admit_command(std::string& out, const AdmissionPlan& plan, const ReserveAmounts& amounts,
-                          bool by_sha = true, std::string_view op_key = {}, std::int64_t op_ttl = 0);
+                          bool by_sha = true, std::string_view op_key = {}, std::int64_t op_ttl = 0,
+                          const LeaseTicket* lease = nullptr);
 // The same as a string of its own; "" on failure.
 std::string admit_command(const AdmissionPlan& plan, const ReserveAmounts& amounts = {}, bool by_sha = true);
 
@@ -113,6 +121,6 @@ bool decode_admit_reply(const RespValue& reply, const AdmissionPlan& plan, Admis
 // key). The script claims the op key ('a' admitted, 'r' rejected) before
 // any write. Reply {2}: the op was cancelled before it ran.
 std::string admit_command_op(const AdmissionPlan& plan, const ReserveAmounts& amounts, std::string_view op_key,
-                             std::int64_t op_ttl, bool by_sha = true);
+                             std::int64_t op_ttl, bool by_sha = true, const LeaseTicket* lease = nullptr);
 
 }  // namespace llmgw

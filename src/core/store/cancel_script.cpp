@@ -62,24 +62,27 @@ const std::string& cancel_script_source() {
 }
 
 std::string cancel_admit_command(const AdmissionPlan& plan, const ReserveAmounts& amounts, std::string_view op_key,
-                                 std::int64_t op_ttl) {
+                                 std::int64_t op_ttl, const LeaseTicket* lease) {
     return written([&](RespWriter& w) {
-        // The counters, then the reservations (in their scope's hash).
-        const std::size_t nrel = reserved_count(plan.reserve, amounts);
+        // The counters, then the reservations (in their scope's hash) that
+        // the admission wrote (not those taken from a lease; a grant beside
+        // one lapses).
+        const std::vector<Release> rel = admission_releases(plan, amounts, lease);
+        const std::size_t nrel = rel.size();
         const std::size_t nkeys = 1 + plan.admit.size() + plan.reject.size() + nrel;
         const std::size_t nargs = 5 + plan.admit.size() + plan.reject.size() + 2 * nrel;
         write_script_head(w, nargs, false, std::string(), cancel_script_source(), nkeys);
         w.arg(op_key);
         for (const Incr& in : plan.admit) w.arg(in.key);
         for (const Incr& in : plan.reject) w.arg(in.key);
-        write_reserved_records(w, plan.reserve, amounts);
+        write_release_keys(w, rel);
         w.arg(op_ttl);
         w.arg(std::string_view("adm"));
         w.arg(static_cast<std::int64_t>(plan.admit.size()));
         for (const Incr& in : plan.admit) w.arg(in.delta);
         w.arg(static_cast<std::int64_t>(plan.reject.size()));
         for (const Incr& in : plan.reject) w.arg(in.delta);
-        write_release_args(w, plan.reserve, amounts);
+        write_release_args(w, rel);
     });
 }
 

@@ -30,7 +30,7 @@ namespace llmgw {
 // were undone).
 const std::string& cancel_script_source();
 std::string cancel_admit_command(const AdmissionPlan& plan, const ReserveAmounts& amounts, std::string_view op_key,
-                                 std::int64_t op_ttl);
+                                 std::int64_t op_ttl, const LeaseTicket* lease = nullptr);
 std::string cancel_account_command(const std::vector<Incr>& plain, const std::vector<BoundedIncrs>& groups,
                                    std::string_view op_key, std::int64_t op_ttl);
 

@@ -44,27 +44,21 @@ local function bump_quads(k, a, nq, ttl)
 end
 )LUA";
 
-std::size_t reserved_count(const std::vector<Reservation>& reserve, const ReserveAmounts& amounts) {
-    std::size_t n = 0;
-    for_each_reserved(reserve, amounts, [&n](const Reservation&, std::int64_t) { ++n; });
-    return n;
-}
-
-void write_reserved_records(RespWriter& w, const std::vector<Reservation>& reserve, const ReserveAmounts& amounts) {
-    for_each_reserved(reserve, amounts, [&w](const Reservation& r, std::int64_t) { w.arg(r.record); });
-}
-
 void write_reserved_field(RespWriter& w, bool tokens, std::int64_t slot) {
     char field[kReservedFieldMax];
     w.arg(std::string_view(field, static_cast<std::size_t>(put_reserved_field(field, tokens, slot) - field)));
 }
 
-void write_release_args(RespWriter& w, const std::vector<Reservation>& reserve, const ReserveAmounts& amounts) {
-    w.arg(static_cast<std::int64_t>(reserved_count(reserve, amounts)));
-    for_each_reserved(reserve, amounts, [&w](const Reservation& r, std::int64_t amount) {
-        write_reserved_field(w, r.measure == Measure::Tokens, r.slot);
-        w.arg(-amount);
-    });
+void write_release_keys(RespWriter& w, const std::vector<Release>& releases) {
+    for (const Release& r : releases) w.arg(r.record);
+}
+
+void write_release_args(RespWriter& w, const std::vector<Release>& releases) {
+    w.arg(static_cast<std::int64_t>(releases.size()));
+    for (const Release& r : releases) {
+        write_reserved_field(w, r.tokens, r.slot);
+        w.arg(-r.amount);
+    }
 }
 
 void write_script_head(RespWriter& w, std::size_t nargs, bool by_sha, const std::string& sha,

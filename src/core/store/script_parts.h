@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/metering/lease.h"
 #include "core/metering/limits.h"
 #include "core/metering/reservation.h"
 #include "core/metering/windows.h"
@@ -28,17 +29,13 @@ namespace llmgw {
 // deltas from ARGV[a] on. Each returns an error reply, or nil.
 extern const char kBumpLua[];
 
-// The reservations with an amount: how many, and their scopes' hashes as
-// KEYS (the admission's reservations, the accounting's and the cancel's
-// releases).
-std::size_t reserved_count(const std::vector<Reservation>& reserve, const ReserveAmounts& amounts);
-void write_reserved_records(RespWriter& w, const std::vector<Reservation>& reserve, const ReserveAmounts& amounts);
 // A slot's field in its scope's hash, as one argument.
 void write_reserved_field(RespWriter& w, bool tokens, std::int64_t slot);
-// Reservations given back, as the accounting and cancel scripts take them
-// (after their hashes among the KEYS): ARGV their number, then per release
-// its field and minus the amount.
-void write_release_args(RespWriter& w, const std::vector<Reservation>& reserve, const ReserveAmounts& amounts);
+// Reserved counters given back (core/metering/lease.h Release), as the
+// accounting and cancel scripts take them: their hashes among the KEYS;
+// ARGV their number, then per release its field and minus the amount.
+void write_release_keys(RespWriter& w, const std::vector<Release>& releases);
+void write_release_args(RespWriter& w, const std::vector<Release>& releases);
 // A script call's head: EVALSHA sha1 or EVAL source, then the key count.
 void write_script_head(RespWriter& w, std::size_t nargs, bool by_sha, const std::string& sha,
                        const std::string& source, std::size_t nkeys);

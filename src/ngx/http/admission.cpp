@@ -182,8 +182,10 @@ ngx_int_t finish_admission(ngx_http_request_t* r, RequestCtx* ctx) {
     if (!ctx->limit_shapes.empty() && ctx->admit_reply.status == StoreStatus::Ok) {
         ctx->allowance = allowance_headers(tightest_allowances(ctx->limit_shapes, ctx->admit_result, ngx_time()));
     }
-    // Nothing was reserved unless the request was admitted.
+    // Nothing was reserved unless the request was admitted; a shared store
+    // may hold parts of it in the worker's leases.
     if (ctx->admit_reply.status != StoreStatus::Ok || !ctx->admit_result.admitted) ctx->held.clear();
+    if (ctx->held.plan != nullptr) ctx->held.lease = std::move(ctx->admit_result.lease);
     if (ctx->admit_reply.status != StoreStatus::Ok) {
         ngx_log_error(NGX_LOG_WARN, r->connection->log, 0, "llm_gateway: admission refused: %s",
                       log_text(ctx->admit_reply.error).c_str());

@@ -14,6 +14,7 @@
 #include "core/store/latch.h"
 #include "core/log/log_escape.h"
 #include "core/metering/keys.h"
+#include "core/metering/lease.h"
 #include "ngx/store/redis_conn.h"
 #include "ngx/store/settings.h"
 #include "ngx/store/store.h"
@@ -32,6 +33,7 @@ struct OwnedDeltas {
     std::vector<ScopeDelta> deltas;     // viewing strings
 
     HeldReservation releases;           // released in the same call (core/metering/reservation.h)
+    std::vector<Release> released;      // what the call gives back (core/metering/lease.h)
 
     OwnedDeltas(const std::vector<ScopeDelta>& in, HeldReservation rel) : releases(std::move(rel)) {
         strings.reserve(3 * in.size());
@@ -86,6 +88,20 @@ AccountBatch account_batch(const std::vector<ScopeDelta>& deltas, std::time_t no
     }
     return b;
 }
+// A request's real usage (tokens, cost) from its accounting deltas: every
+// scope of a request counts the same usage; the largest is taken.
+ReserveAmounts real_usage(const std::vector<ScopeDelta>& deltas) {
+    ReserveAmounts r;
+    for (const ScopeDelta& d : deltas) {
+        const std::int64_t in = d.delta[kMetricTokIn] > 0 ? d.delta[kMetricTokIn] : 0;
+        const std::int64_t out = d.delta[kMetricTokOut] > 0 ? d.delta[kMetricTokOut] : 0;
+        const std::int64_t tokens = in > INT64_MAX - out ? INT64_MAX : in + out;
+        if (tokens > r.tokens) r.tokens = tokens;
+        if (d.delta[kMetricCost] > r.cost_micros) r.cost_micros = d.delta[kMetricCost];
+    }
+    return r;
+}
+
 // 1600 keys per round trip (the spec's admin chunk) as two MGETs, since a
 // reply array over 1024 elements is refused (reserved counters: one HMGET
 // per scope's hash, core/store/read_batch.h).
@@ -121,33 +137,37 @@ public:
         if (!latch().should_try(now_ms())) return degraded_admit(plan, amounts, std::move(done));
         send_cancels();
         auto op = std::make_shared<std::string>(next_op());
+        // The worker's leases (core/metering/lease.h): parts taken from them
+        // reserve nothing in the store; others may ask a grant.
+        Ticket ticket = plan->reserve.empty() ? nullptr : leases_.take(*plan, amounts);
         wire_.clear();
-        if (!append_admit_command(wire_, *plan, amounts, true, *op, kOpTtl)) {
-            return failed_admit("out of memory writing the admission command", plan, amounts, std::move(done));
+        if (!append_admit_command(wire_, *plan, amounts, true, *op, kOpTtl, ticket.get())) {
+            return failed_admit("out of memory writing the admission command", plan, amounts, ticket, std::move(done));
         }
-        conn_.exec_encoded(wire_, 1, [this, plan, amounts, op, done = std::move(done)](
+        conn_.exec_encoded(wire_, 1, [this, plan, amounts, op, ticket, done = std::move(done)](
                                          const std::string& err, std::vector<RespValue>& replies) mutable {
             if (!err.empty()) {
-                queue_cancel(cancel_admit_command(*plan, amounts, *op, kOpTtl));
-                return failed_admit(err, plan, amounts, std::move(done));
+                queue_cancel(cancel_admit_command(*plan, amounts, *op, kOpTtl, ticket.get()));
+                return failed_admit(err, plan, amounts, ticket, std::move(done));
             }
             if (is_noscript_error(replies[0])) {
                 // The server forgot the script (restart, SCRIPT FLUSH): send it whole.
-                const std::string eval = admit_command_op(*plan, amounts, *op, kOpTtl, false);
+                const std::string eval = admit_command_op(*plan, amounts, *op, kOpTtl, false, ticket.get());
                 if (eval.empty()) {
-                    return failed_admit("out of memory writing the admission command", plan, amounts, std::move(done));
+                    return failed_admit("out of memory writing the admission command", plan, amounts, ticket,
+                                        std::move(done));
                 }
-                conn_.exec_encoded(eval, 1, [this, plan, amounts, op, done = std::move(done)](
+                conn_.exec_encoded(eval, 1, [this, plan, amounts, op, ticket, done = std::move(done)](
                                                 const std::string& err2, std::vector<RespValue>& r2) mutable {
                     if (!err2.empty()) {
-                        queue_cancel(cancel_admit_command(*plan, amounts, *op, kOpTtl));
-                        return failed_admit(err2, plan, amounts, std::move(done));
+                        queue_cancel(cancel_admit_command(*plan, amounts, *op, kOpTtl, ticket.get()));
+                        return failed_admit(err2, plan, amounts, ticket, std::move(done));
                     }
-                    finish_admit(r2[0], plan, amounts, std::move(done));
+                    finish_admit(r2[0], plan, amounts, ticket, std::move(done));
                 });
                 return;
             }
-            finish_admit(replies[0], plan, amounts, std::move(done));
+            finish_admit(replies[0], plan, amounts, ticket, std::move(done));
         });
     }
 
@@ -161,9 +181,15 @@ public:
         send_cancels();
         auto batch = std::make_shared<AccountBatch>(account_batch(owned->deltas, now));
         auto op = std::make_shared<std::string>(next_op());
+        // What goes back: the request's own reservations, and a lease (or
+        // its consumed part) this settle leaves idle (core/metering/lease.h).
+        if (owned->releases.plan != nullptr) {
+            leases_.settle(owned->releases.lease.get(), *owned->releases.plan, owned->releases.amounts,
+                           real_usage(owned->deltas), owned->released);
+        }
         wire_.clear();
         if (!append_account_command(wire_, batch->plain, batch->groups, kMaxStatIds, ttl_seconds(Window::Day), *op,
-                                    kOpTtl, true, owned->releases)) {
+                                    kOpTtl, true, owned->released)) {
             return finish_apply("out of memory writing the accounting command", {}, owned, now, std::move(done));
         }
         // Written at once: the store has it before the client has its answer.
@@ -172,7 +198,7 @@ public:
             if (err.empty() && is_noscript_error(replies[0])) {
                 const std::string eval = account_command(batch->plain, batch->groups, kMaxStatIds,
                                                          ttl_seconds(Window::Day), *op, kOpTtl, false,
-                                                         owned->releases);
+                                                         owned->released);
                 if (eval.empty()) {
                     return finish_apply("out of memory writing the accounting command", {}, owned, now,
                                         std::move(done));
@@ -346,16 +372,22 @@ private:
     }
 
     using PlanPtr = std::shared_ptr<const AdmissionPlan>;
+    using Ticket = std::shared_ptr<LeaseTicket>;
 
-    void finish_admit(const RespValue& v, const PlanPtr& plan, const ReserveAmounts& amounts, AdmitDone done) {
+    void finish_admit(const RespValue& v, const PlanPtr& plan, const ReserveAmounts& amounts, const Ticket& ticket,
+                      AdmitDone done) {
         AdmissionResult res;
         std::string err;
-        if (!decode_admit_reply(v, *plan, res, err)) return failed_admit(err, plan, amounts, std::move(done));
+        if (!decode_admit_reply(v, *plan, res, err)) return failed_admit(err, plan, amounts, ticket, std::move(done));
         latch().on_success(now_ms());
+        if (!plan->reserve.empty()) leases_.answered(ticket.get(), *plan, amounts, res.admitted, res.used);
+        if (res.admitted) res.lease = ticket;
         done(StoreReply{}, res);
     }
 
-    void failed_admit(const std::string& err, const PlanPtr& plan, const ReserveAmounts& amounts, AdmitDone done) {
+    void failed_admit(const std::string& err, const PlanPtr& plan, const ReserveAmounts& amounts, const Ticket& ticket,
+                      AdmitDone done) {
+        if (!plan->reserve.empty()) leases_.failed(ticket.get(), *plan, amounts);
         on_failure(err);
         degraded_admit(plan, amounts, std::move(done));
     }
@@ -377,12 +409,19 @@ private:
     }
 
     void degraded_apply(const std::shared_ptr<OwnedDeltas>& owned, std::time_t now, WriteDone done) {
-        if (settings_->fail_open) return fallback_->settle(owned->deltas, owned->releases, now, std::move(done));
+        // A request that held leases reserved nothing of its own in shared
+        // memory to give back.
+        if (settings_->fail_open) {
+            return fallback_->settle(owned->deltas, owned->releases.lease ? HeldReservation() : owned->releases, now,
+                                     std::move(done));
+        }
         if (done) done(StoreReply{StoreStatus::Error, "the limit store is unavailable; sample dropped"});
     }
 
 
     void on_failure(const std::string& err) {
+        // What the worker's leases hold is no longer known: it lapses.
+        leases_.forget();
         if (latch().on_failure(now_ms(), err)) {
             ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
                           "llm_gateway: limit store %s failed: %s; not contacting it for 5 s (%s)",
@@ -397,6 +436,7 @@ private:
     StoreHealth& health_;
     RedisConn conn_;
     std::string wire_;                  // scratch: a command written straight to RESP
+    LeaseBook leases_;                  // the worker's reservation leases
     std::size_t telemetry_in_flight_ = 0;
     std::deque<std::string> cancels_;        // cancel script calls, in RESP
     bool cancels_in_flight_ = false;

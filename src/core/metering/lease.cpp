@@ -1,0 +1,177 @@
+// Reservation leases (see lease.h).
+#include "core/metering/lease.h"
+
+#include <algorithm>
+#include <climits>
+
+namespace llmgw {
+
+namespace {
+
+std::int64_t clamp64(__int128 v) {
+    if (v > INT64_MAX) return INT64_MAX;
+    if (v < INT64_MIN) return INT64_MIN;
+    return static_cast<std::int64_t>(v);
+}
+
+std::int64_t times(std::int64_t w, std::int64_t n) { return w > INT64_MAX / n ? INT64_MAX : w * n; }
+
+}  // namespace
+
+bool grant_fits(const Check& c, std::int64_t used, std::int64_t amount, std::int64_t extra) {
+    const __int128 total = static_cast<__int128>(used < 0 ? 0 : used) + amount + extra;
+    return total <= c.limit;
+}
+
+LeaseBook::Entry& LeaseBook::entry(const Reservation& r) {
+    auto it = entries_.find(r.record);
+    if (it == entries_.end()) it = entries_.emplace(r.record, Pair{}).first;
+    return it->second.e[r.measure == Measure::Tokens ? 0 : 1];
+}
+
+std::shared_ptr<LeaseTicket> LeaseBook::take(const AdmissionPlan& plan, const ReserveAmounts& amounts) {
+    std::shared_ptr<LeaseTicket> t;
+    for (std::size_t j = 0; j < plan.reserve.size(); ++j) {
+        const Reservation& r = plan.reserve[j];
+        const std::int64_t w = reserve_amount(amounts, r.measure);
+        if (w <= 0) continue;
+        Entry& e = entry(r);
+        Lease* l = e.lease.get();
+        const bool current = l != nullptr && !l->forgotten && l->slot == r.slot;
+        LeasePart p;
+        // A grant is asked only while the worker has other requests of this
+        // reservation in flight: alone, a request's lease would go back at
+        // its own settle.
+        const bool busy = e.own > 0 || (current && l->in_flight > 0);
+        const std::int64_t extra = std::min(e.headroom / kLeaseHeadroomShare, times(w, kLeaseGrantRequests));
+        if (current && l->free() >= w) {
+            l->in_flight += w;
+            p.use = LeaseUse::Hit;
+        } else if (busy && e.headroom >= 0 && e.headroom / kLeaseMinRequests >= w && extra >= w) {
+            if (!current) e.lease = std::make_shared<Lease>(Lease{r.record, r.measure == Measure::Tokens, r.slot});
+            p.use = LeaseUse::Grant;
+            p.extra = extra;
+        } else {
+            ++e.own;
+            continue;
+        }
+        p.lease = e.lease;
+        if (!t) {
+            t = std::make_shared<LeaseTicket>();
+            t->parts.resize(plan.reserve.size());
+        }
+        t->parts[j] = std::move(p);
+    }
+    return t;
+}
+
+void LeaseBook::answered(LeaseTicket* t, const AdmissionPlan& plan, const ReserveAmounts& amounts, bool admitted,
+                         const std::vector<std::int64_t>& used) {
+    const bool sums = used.size() == plan.checks.size();
+    LeasePart own;
+    for (std::size_t j = 0; j < plan.reserve.size(); ++j) {
+        const std::int64_t w = reserve_amount(amounts, plan.reserve[j].measure);
+        if (w <= 0) continue;
+        LeasePart& p = t != nullptr && j < t->parts.size() ? t->parts[j] : own;
+        if (p.use == LeaseUse::Hit) {
+            if (!admitted) p.lease->in_flight -= w;
+            continue;
+        }
+        Entry& e = entry(plan.reserve[j]);
+        if (!admitted && p.use == LeaseUse::Own) e.own = e.own > 0 ? e.own - 1 : 0;
+        // Own or Grant: the sums include every reservation: learn the headroom.
+        bool fits = sums;
+        __int128 head = INT64_MAX;
+        for (std::size_t i = 0; sums && i < plan.checks.size(); ++i) {
+            const Check& c = plan.checks[i];
+            if (!c.reserves || c.reserve_index != static_cast<int>(j)) continue;
+            head = std::min(head, static_cast<__int128>(c.limit) - (used[i] < 0 ? 0 : used[i]) - w);
+            if (p.use == LeaseUse::Grant && !grant_fits(c, used[i], w, p.extra)) fits = false;
+        }
+        if (admitted && p.use == LeaseUse::Grant) {
+            p.granted = fits;
+            Lease& l = *p.lease;
+            l.granted += w + (fits ? p.extra : 0);
+            l.in_flight += w;
+            if (fits) {
+                l.batch = p.extra;
+                head -= p.extra;
+            }
+        }
+        if (sums) e.headroom = std::max<std::int64_t>(clamp64(head), -1);
+    }
+}
+
+void LeaseBook::failed(LeaseTicket* t, const AdmissionPlan& plan, const ReserveAmounts& amounts) {
+    for (std::size_t j = 0; j < plan.reserve.size(); ++j) {
+        const std::int64_t w = reserve_amount(amounts, plan.reserve[j].measure);
+        if (w <= 0) continue;
+        const LeasePart* p = t != nullptr ? t->part(j) : nullptr;
+        if (p == nullptr || p->use == LeaseUse::Own) {
+            own_done(plan.reserve[j]);
+        } else if (p->use == LeaseUse::Hit) {
+            p->lease->in_flight -= w;
+        } else {
+            p->lease->forgotten = true;   // a grant may have been added
+        }
+    }
+}
+
+void LeaseBook::settle(const LeaseTicket* t, const AdmissionPlan& plan, const ReserveAmounts& amounts,
+                       const ReserveAmounts& real, std::vector<Release>& out) {
+    for (std::size_t j = 0; j < plan.reserve.size(); ++j) {
+        const Reservation& r = plan.reserve[j];
+        const std::int64_t w = reserve_amount(amounts, r.measure);
+        if (w <= 0) continue;
+        const LeasePart* p = t != nullptr ? t->part(j) : nullptr;
+        if (p == nullptr || p->use == LeaseUse::Own) {
+            out.push_back(Release{r.record, r.measure == Measure::Tokens, r.slot, w});
+            own_done(r);
+            continue;
+        }
+        Lease& l = *p->lease;
+        l.in_flight -= w;
+        l.consumed = clamp64(static_cast<__int128>(l.consumed) + reserve_amount(real, r.measure));
+        if (l.forgotten) continue;
+        if (l.in_flight <= 0) {
+            // The last request of the lease: all of it goes back.
+            if (l.granted > 0) out.push_back(Release{l.record, l.tokens, l.slot, l.granted});
+            l.granted = l.consumed = l.in_flight = 0;
+        } else if (l.consumed > 0 && l.consumed >= std::max<std::int64_t>(l.batch / 2, 1)) {
+            const std::int64_t back = std::min(l.consumed, l.granted);
+            if (back > 0) out.push_back(Release{l.record, l.tokens, l.slot, back});
+            l.granted -= back;
+            l.consumed -= back;
+        }
+    }
+}
+
+void LeaseBook::own_done(const Reservation& r) {
+    auto it = entries_.find(r.record);
+    if (it == entries_.end()) return;
+    Entry& e = it->second.e[r.measure == Measure::Tokens ? 0 : 1];
+    if (e.own > 0) --e.own;
+}
+
+void LeaseBook::forget() {
+    for (auto& kv : entries_) {
+        for (Entry& e : kv.second.e) {
+            if (e.lease) e.lease->forgotten = true;
+        }
+    }
+    entries_.clear();
+}
+
+std::vector<Release> admission_releases(const AdmissionPlan& plan, const ReserveAmounts& amounts,
+                                        const LeaseTicket* t) {
+    std::vector<Release> out;
+    for (std::size_t j = 0; j < plan.reserve.size(); ++j) {
+        const Reservation& r = plan.reserve[j];
+        const std::int64_t w = reserve_amount(amounts, r.measure);
+        if (w <= 0 || (t != nullptr && t->use(j) == LeaseUse::Hit)) continue;
+        out.push_back(Release{r.record, r.measure == Measure::Tokens, r.slot, w});
+    }
+    return out;
+}
+
+}  // namespace llmgw

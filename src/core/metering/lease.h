@@ -1,0 +1,144 @@
+// Reservation leases (llm_gateway_budget_mode reserve on a shared store;
+// docs/metering.md#leases), no nginx.
+//
+// Without leases every reserving request writes its worst case into its
+// scopes' reserved counters at admission and takes it back at settle: two
+// store writes per scope and measure. With a lot of headroom left that is
+// work the limit does not need, so a worker reserves in batches: when it
+// has other requests of a reservation in flight and the reservation's last
+// known headroom (limit minus spent minus reserved, from the sums of an
+// admission that read them) is at least kLeaseMinRequests of the request's
+// worst case, the request asks the store for an extra grant beside its own
+// reservation, at most an eighth of that headroom and
+// kLeaseGrantRequests worst cases. The store adds the grant only when the
+// request's checks pass with it too (the same check, exact); the worker
+// then holds it as a lease on that reserved counter (scope, measure, slot).
+//
+// A later request of the worker whose worst case fits in the lease's free
+// part takes it from there: its admission checks that scope and measure
+// like the default mode (spent below the limit) and reserves nothing in the
+// store. At settle the request's real usage is counted as always; its
+// worst case goes back to the lease, and its real usage stays in the lease
+// as consumed: the store's reserved counter then over-states by it (a
+// conservative error: others see less headroom, never more) until the
+// worker gives consumed back in an accounting call, once it reaches half
+// the last grant. When a lease's last request settles, the whole lease is
+// given back in that accounting call: an idle worker holds nothing.
+//
+// So spent plus every worst case in flight never exceeds what checks
+// admitted, as without leases; near the limit (headroom below
+// kLeaseMinRequests worst cases) no grant is asked and every request
+// reserves for itself, exactly as without leases. A lease lives in its
+// slot's counter and lapses with it; it takes no new requests once its slot
+// is no longer the current one. A worker forgets its leases after any store
+// failure (what they hold then lapses, at most 1.25 reservation TTLs).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "core/metering/limits.h"
+
+namespace llmgw {
+
+constexpr std::int64_t kLeaseMinRequests = 64;     // headroom, in worst cases, before a grant is asked
+constexpr std::int64_t kLeaseGrantRequests = 128;  // a grant's cap, in worst cases
+constexpr std::int64_t kLeaseHeadroomShare = 8;    // a grant is at most headroom / 8
+
+// One worker's lease on one reserved counter.
+struct Lease {
+    std::string record;
+    bool tokens = true;
+    std::int64_t slot = 0;
+    std::int64_t granted = 0;    // added to the counter by this worker, not given back
+    std::int64_t in_flight = 0;  // the worst cases of its requests not settled
+    std::int64_t consumed = 0;   // settled real usage still inside granted
+    std::int64_t batch = 0;      // the last grant (consumed is given back at half of it)
+    bool forgotten = false;      // after a store failure: writes nothing more
+    std::int64_t free() const { return granted - in_flight - consumed; }
+};
+
+// How a request holds one of its reservations.
+enum class LeaseUse : unsigned char {
+    Own,    // its own reservation in the store (as without leases)
+    Hit,    // taken from the worker's lease: nothing reserved in the store
+    Grant,  // its own reservation plus an extra grant asked for the lease
+};
+
+struct LeasePart {
+    LeaseUse use = LeaseUse::Own;
+    std::int64_t extra = 0;          // Grant: the grant asked
+    bool granted = false;            // Grant: the store added it
+    std::shared_ptr<Lease> lease;    // Hit, Grant
+};
+
+// A request's parts, one per reservation of its plan (AdmissionPlan::reserve
+// order); an amount of 0 is Own (nothing reserved).
+struct LeaseTicket {
+    std::vector<LeasePart> parts;
+    const LeasePart* part(std::size_t i) const { return i < parts.size() ? &parts[i] : nullptr; }
+    LeaseUse use(std::size_t i) const { return i < parts.size() ? parts[i].use : LeaseUse::Own; }
+    std::int64_t extra(std::size_t i) const { return use(i) == LeaseUse::Grant ? parts[i].extra : 0; }
+};
+
+// Whether check c (a reserving one) admits the request with its grant too:
+// used + amount + extra <= limit, exactly as the admission script decides.
+bool grant_fits(const Check& c, std::int64_t used, std::int64_t amount, std::int64_t extra);
+
+// A reserved counter given back (an amount above 0), in the accounting call.
+struct Release {
+    std::string_view record;   // the plan's or the lease's, which outlive it
+    bool tokens = true;
+    std::int64_t slot = 0;
+    std::int64_t amount = 0;
+};
+
+// A worker's leases (one book per worker and store).
+class LeaseBook {
+public:
+    // The request's parts: Hit when a current lease has room (taken now),
+    // Grant when the headroom allows one and the worker has other requests
+    // of that reservation in flight, else Own. nullptr when every part is
+    // Own.
+    std::shared_ptr<LeaseTicket> take(const AdmissionPlan& plan, const ReserveAmounts& amounts);
+    // The admission's answer with its sums (used, one per check): admitted
+    // joins Grant parts to their lease; rejected gives Hits back. Either way
+    // the headroom of Own and Grant parts is learnt (t null: all Own).
+    void answered(LeaseTicket* t, const AdmissionPlan& plan, const ReserveAmounts& amounts, bool admitted,
+                  const std::vector<std::int64_t>& used);
+    // The admission failed (no answer): Hits go back, Grant parts' leases
+    // are forgotten (a grant may have been added). t null: all Own.
+    void failed(LeaseTicket* t, const AdmissionPlan& plan, const ReserveAmounts& amounts);
+    // What the settle of a request gives back (appended to out): an Own
+    // part's amount; a leased part's lease when it was the last in flight,
+    // or its consumed usage once that reaches half a grant. real: the
+    // request's real usage (tokens, cost), counted by the same call.
+    void settle(const LeaseTicket* t, const AdmissionPlan& plan, const ReserveAmounts& amounts,
+                const ReserveAmounts& real, std::vector<Release>& out);
+    // A store failure: every lease is forgotten.
+    void forget();
+    std::size_t size() const { return entries_.size(); }
+
+private:
+    struct Entry {
+        std::shared_ptr<Lease> lease;
+        std::int64_t headroom = -1;   // unknown
+        std::int64_t own = 0;         // requests in flight with an Own part
+    };
+    struct Pair {
+        Entry e[2];   // tokens, cost
+    };
+    Entry& entry(const Reservation& r);
+    void own_done(const Reservation& r);
+    std::unordered_map<std::string, Pair> entries_;   // by record
+};
+
+// What an admission itself writes into the store's reserved counters (so
+// what its cancel takes back): every reservation with an amount, but Hits.
+std::vector<Release> admission_releases(const AdmissionPlan& plan, const ReserveAmounts& amounts,
+                                        const LeaseTicket* t = nullptr);
+
+}  // namespace llmgw

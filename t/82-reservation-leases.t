@@ -1,0 +1,119 @@
+#!/usr/bin/perl
+# Reservation leases on Redis (docs/metering.md#leases-redis): thirty
+# requests at once against a large token and cost budget, the provider
+# holding every answer: all are admitted, what is reserved meanwhile covers
+# every worst case in flight, the store writes far fewer reserved counters
+# than one per request and measure each way, and once all have settled
+# spent is their real usage exactly and nothing stays reserved. A worker
+# killed while it holds a lease: the lease lapses with its slot.
+use strict;
+use warnings;
+use lib 't/lib';
+use Gw;
+use GwConf;
+use GwMeter;
+use GwRedis;
+use Test::More;
+use Time::HiRes ();
+use POSIX ();
+use JSON::PP ();
+
+Gw::need_module();
+GwRedis::need_redis();
+
+my $MAXT = 96;
+my $BODY = '{"model":"gpt-4o-mini","max_tokens":' . $MAXT . ',"messages":[{"role":"user","content":"lease me"}]}';
+my $W = int((length($BODY) + 3) / 4) + $MAXT;   # tokens, and micro-USD at 1 USD per million
+my ($IN, $OUT) = (7, 5);                        # what the provider bills
+my $N = 30;
+
+my $mock = Gw::Mock->start();
+my $rd = GwRedis->start();
+
+sub conf {
+    my (%o) = @_;
+    return GwMeter::conf(
+        users => ['llm_gateway_user lee key=sk-lease-lee group=gl tokens_per_day=100000000 cost_per_day=100;'],
+        http => 'llm_gateway_budget_mode reserve' . ($o{ttl} ? " ttl=$o{ttl}" : '') . ";\n"
+              . "llm_gateway_price mock/gpt-4o-mini input=1 output=1;\n"
+              . "llm_gateway_store redis://127.0.0.1:%%RPORT%%;\n");
+}
+
+sub answer {
+    return { json => { id => 'chatcmpl-l', object => 'chat.completion', created => 1, model => 'gpt-4o-mini',
+                       choices => [{ index => 0, message => { role => 'assistant', content => 'ok' }, finish_reason => 'stop' }],
+                       usage => { prompt_tokens => $IN, completion_tokens => $OUT, total_tokens => $IN + $OUT } } };
+}
+
+sub chat {
+    my ($ng, %o) = @_;
+    return Gw::http(POST => $ng->url('/v1/chat/completions'), body => $BODY, timeout => $o{timeout} // 20,
+                    headers => { Authorization => 'Bearer sk-lease-lee', 'Content-Type' => 'application/json' });
+}
+
+sub lee { GwMeter::row(GwMeter::usage($_[0]), user => 'lee') }
+
+subtest 'a burst served from a lease' => sub {
+    my $ng = Gw::Nginx->start(workers => 1, conf => conf(), vars => { MOCK => $mock->port, RPORT => $rd->port });
+    Gw::wait_until(sub { GwMeter::secs_to_midnight() > 60 }, timeout => 70, interval => 1);
+    $mock->reset;
+    $mock->script({ %{ answer() }, delay_ms => 2000, times => $N });
+    $rd->cli('CONFIG', 'RESETSTAT');
+    my @res = Gw::parallel($N + 1, sub {
+        my ($i) = @_;
+        if ($i == $N) {
+            Time::HiRes::sleep(1.2);
+            return lee($ng);
+        }
+        return chat($ng)->{status};
+    }, timeout => 60);
+    my $mid = pop @res;
+    is(scalar(grep { $_ == 200 } @res), $N, 'all admitted');
+    cmp_ok($mid->{reservedTokens}, '>=', $N * $W, 'while held: the tokens reserved cover every worst case in flight');
+    cmp_ok($mid->{reservedCostMicroUsd}, '>=', $N * $W, 'and so does the cost reserved');
+    my $hincrby = $rd->calls('hincrby');
+    # Without leases: one HINCRBY per request and measure at admission and
+    # one at settle (4 * 30).
+    cmp_ok($hincrby, '<', 2 * $N, "the reserved counters were written $hincrby times for $N requests");
+    cmp_ok($hincrby, '>', 0, 'and written at all');
+    diag("HINCRBY calls for $N requests with leases: $hincrby (without: " . 4 * $N . ')');
+    my $u = Gw::wait_until(sub { my $r = lee($ng); $r->{reservedTokens} == 0 && $r->{reservedCostMicroUsd} == 0 ? $r : undef },
+                           timeout => 5);
+    ok($u, 'settled: nothing reserved (the lease went back with its last request)');
+    $u ||= lee($ng);
+    is($u->{tokensInPerDay} + $u->{tokensOutPerDay}, $N * ($IN + $OUT), 'spent tokens = the real usage, exactly');
+    is($u->{costPerDayMicroUsd}, $N * ($IN + $OUT), 'spent cost = the real usage, exactly');
+    my %h = @{ [ split /\n/, $rd->cli('HGETALL', 'llmgw:user:lee:rsv') ] };
+    is(scalar(grep { $_ != 0 } values %h), 0, 'every reserved field in Redis is at 0');
+    is(scalar(@{ $mock->requests }), $N, 'every request reached the provider');
+    $ng->stop;
+};
+
+subtest 'a worker killed while it holds a lease: the lease lapses' => sub {
+    $rd->cli('FLUSHALL');
+    my $A = Gw::Nginx->start(workers => 1, conf => conf(ttl => '4s'), vars => { MOCK => $mock->port, RPORT => $rd->port });
+    my $B = Gw::Nginx->start(workers => 1, conf => conf(ttl => '4s'), vars => { MOCK => $mock->port, RPORT => $rd->port });
+    $mock->reset;
+    $mock->script(map { { hang => JSON::PP::true } } 1 .. 10);
+    my @kids;
+    for (1 .. 10) {
+        my $pid = fork // die "fork: $!";
+        if (!$pid) { chat($A, timeout => 30); POSIX::_exit(0) }
+        push @kids, $pid;
+        Time::HiRes::sleep(0.05);
+    }
+    ok(scalar(@{ $mock->wait_requests(10, timeout => 10) }) >= 10, 'ten requests held by the provider');
+    my $held = lee($B)->{reservedTokens};
+    cmp_ok($held, '>', 10 * $W, "the killed worker's lease holds more than its requests' worst cases ($held)");
+    my $t0 = Time::HiRes::time();
+    $A->_kill_all;
+    waitpid($_, 0) for @kids;
+    my $gone = Gw::wait_until(sub { lee($B)->{reservedTokens} == 0 }, timeout => 15, interval => 0.25);
+    my $after = Time::HiRes::time() - $t0;
+    ok($gone, sprintf 'the lease lapsed %.1f s after the kill (ttl 4 s, at most 5 s)', $after);
+    cmp_ok($after, '<=', 6.5, 'within the reservation TTL and one slot');
+    $A->stop;
+    $B->stop;
+};
+
+done_testing();

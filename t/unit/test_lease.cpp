@@ -1,0 +1,307 @@
+// Reservation leases (core/metering/lease.h): when grants are asked, what
+// a Hit writes, what settles give back, slots, failures, and a model store
+// with two workers that never admits past the limit and ends with nothing
+// reserved and spent equal to the real usage.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+
+#include "core/metering/lease.h"
+#include "core/metering/reservation.h"
+
+using namespace llmgw;
+
+namespace {
+
+constexpr std::time_t kNow = 1795268730;  // 2026-11-21T13:45:30Z
+
+AdmissionPlan plan_with(std::int64_t tokens_per_day, std::time_t now = kNow) {
+    static Limits user;   // the plan keeps no pointer to it
+    user = Limits();
+    user.tokens_per_day = tokens_per_day;
+    return build_admission_plan({{"user", "alice", &user}}, now, false, 600);
+}
+
+// A model of the store's admission and accounting scripts for plans of one
+// token check: spent, and reserved counters by slot.
+struct ModelStore {
+    std::int64_t spent = 0;
+    std::map<std::int64_t, std::int64_t> reserved;   // by slot
+    std::int64_t reserved_total() const {
+        std::int64_t t = 0;
+        for (const auto& kv : reserved) t += kv.second;
+        return t;
+    }
+
+    // The admission of one request as the script runs it; fills used.
+    bool admit(const AdmissionPlan& p, const ReserveAmounts& a, const LeaseTicket* t, std::vector<std::int64_t>& used) {
+        const Check& c = p.checks.at(0);
+        const bool hit = t != nullptr && t->use(0) == LeaseUse::Hit;
+        const std::int64_t sum = spent + (hit ? 0 : reserved_total());
+        used = {sum};
+        const std::int64_t w = a.tokens;
+        const bool ok = hit ? sum < c.limit : sum + w <= c.limit;
+        if (!ok) return false;
+        if (!hit) {
+            std::int64_t delta = w;
+            const std::int64_t extra = t != nullptr ? t->extra(0) : 0;
+            if (extra > 0 && sum + w + extra <= c.limit) delta += extra;
+            reserved[p.reserve[0].slot] += delta;
+        }
+        return true;
+    }
+    void account(std::int64_t real, const std::vector<Release>& rel) {
+        spent += real;
+        for (const Release& r : rel) {
+            auto it = reserved.find(r.slot);
+            if (it == reserved.end()) continue;
+            it->second -= r.amount;
+            EXPECT_GE(it->second, 0) << "a release below 0";
+        }
+    }
+};
+
+struct Req {
+    std::shared_ptr<LeaseTicket> t;
+    ReserveAmounts a;
+    bool admitted = false;
+};
+
+Req admit(LeaseBook& book, ModelStore& s, const AdmissionPlan& p, std::int64_t w) {
+    Req r;
+    r.a = ReserveAmounts{w, 0};
+    r.t = book.take(p, r.a);
+    std::vector<std::int64_t> used;
+    r.admitted = s.admit(p, r.a, r.t.get(), used);
+    book.answered(r.t.get(), p, r.a, r.admitted, used);
+    return r;
+}
+
+std::vector<Release> settle(LeaseBook& book, ModelStore& s, const AdmissionPlan& p, const Req& r, std::int64_t real) {
+    std::vector<Release> rel;
+    book.settle(r.t.get(), p, r.a, ReserveAmounts{real, 0}, rel);
+    s.account(real, rel);
+    return rel;
+}
+
+}  // namespace
+
+TEST(Lease, GrantFitsExactlyAsTheScriptDecides) {
+    Check c;
+    c.limit = 1000;
+    EXPECT_TRUE(grant_fits(c, 600, 100, 300));
+    EXPECT_FALSE(grant_fits(c, 601, 100, 300));
+    EXPECT_TRUE(grant_fits(c, -50, 700, 300));   // a negative sum counts as 0, as replied
+    c.limit = INT64_MAX;
+    EXPECT_FALSE(grant_fits(c, INT64_MAX, INT64_MAX, INT64_MAX));   // no overflow
+}
+
+TEST(Lease, AloneARequestReservesForItself) {
+    const AdmissionPlan p = plan_with(1000000);
+    LeaseBook book;
+    ModelStore s;
+    for (int i = 0; i < 5; ++i) {
+        const Req r = admit(book, s, p, 1000);
+        ASSERT_TRUE(r.admitted);
+        EXPECT_EQ(r.t, nullptr) << "no lease without another request in flight";
+        EXPECT_EQ(s.reserved_total(), 1000);
+        const std::vector<Release> rel = settle(book, s, p, r, 40);
+        ASSERT_EQ(rel.size(), 1u);
+        EXPECT_EQ(rel[0].amount, 1000);
+        EXPECT_EQ(s.reserved_total(), 0);
+    }
+    EXPECT_EQ(s.spent, 200);
+}
+
+TEST(Lease, ConcurrentRequestsShareAGrantAndGiveItBackWhenIdle) {
+    const AdmissionPlan p = plan_with(100000000);
+    LeaseBook book;
+    ModelStore s;
+    const Req first = admit(book, s, p, 1000);   // Own: the headroom is not known yet
+    ASSERT_EQ(first.t, nullptr);
+    const Req second = admit(book, s, p, 1000);  // another in flight: asks a grant
+    ASSERT_NE(second.t, nullptr);
+    ASSERT_EQ(second.t->use(0), LeaseUse::Grant);
+    EXPECT_EQ(second.t->parts[0].extra, 1000 * kLeaseGrantRequests);
+    EXPECT_TRUE(second.t->parts[0].granted);
+    EXPECT_EQ(s.reserved_total(), 2000 + 1000 * kLeaseGrantRequests);
+    // The next ones are taken from the lease: nothing written in the store.
+    std::vector<Req> hits;
+    for (int i = 0; i < 20; ++i) {
+        hits.push_back(admit(book, s, p, 1000));
+        ASSERT_EQ(hits.back().t->use(0), LeaseUse::Hit);
+        EXPECT_TRUE(admission_releases(p, hits.back().a, hits.back().t.get()).empty());
+    }
+    EXPECT_EQ(s.reserved_total(), 2000 + 1000 * kLeaseGrantRequests);
+    // Settles of a lease's requests write nothing while others are in flight.
+    for (const Req& h : hits) EXPECT_TRUE(settle(book, s, p, h, 10).empty());
+    EXPECT_EQ(settle(book, s, p, first, 10).size(), 1u);   // its own reservation
+    // The lease's last request gives the whole lease back.
+    const std::vector<Release> last = settle(book, s, p, second, 10);
+    ASSERT_EQ(last.size(), 1u);
+    EXPECT_EQ(last[0].amount, 1000 + 1000 * kLeaseGrantRequests);
+    EXPECT_EQ(s.reserved_total(), 0);
+    EXPECT_EQ(s.spent, 220);
+}
+
+TEST(Lease, NearTheLimitEveryRequestReservesForItself) {
+    // 63 worst cases of headroom: below kLeaseMinRequests.
+    const AdmissionPlan p = plan_with(64 * 1000);
+    LeaseBook book;
+    ModelStore s;
+    std::vector<Req> rs;
+    for (int i = 0; i < 64; ++i) {
+        rs.push_back(admit(book, s, p, 1000));
+        EXPECT_TRUE(rs.back().admitted);
+        EXPECT_EQ(rs.back().t, nullptr);
+    }
+    EXPECT_FALSE(admit(book, s, p, 1000).admitted);   // the 65th does not fit
+    for (const Req& r : rs) settle(book, s, p, r, 1000);
+    EXPECT_EQ(s.spent, 64000);
+    EXPECT_EQ(s.reserved_total(), 0);
+}
+
+TEST(Lease, ConsumedUsageGoesBackAtHalfAGrant) {
+    const AdmissionPlan p = plan_with(1000000000);
+    LeaseBook book;
+    ModelStore s;
+    const Req a = admit(book, s, p, 100);
+    const Req b = admit(book, s, p, 100);   // Grant of 128 worst cases
+    ASSERT_EQ(b.t->use(0), LeaseUse::Grant);
+    const std::int64_t grant = b.t->parts[0].extra;
+    ASSERT_EQ(grant, 12800);
+    // Hits of 100 each using 90: consumed reaches half the grant (6400)
+    // after 72 of them; the reserved counter then shrinks by what was used.
+    std::vector<Req> hits;
+    std::int64_t given = 0;
+    for (int i = 0; i < 100 && given == 0; ++i) {
+        Req h = admit(book, s, p, 100);
+        ASSERT_EQ(h.t->use(0), LeaseUse::Hit) << i;
+        for (const Release& r : settle(book, s, p, h, 90)) given += r.amount;
+        if (given == 0) {
+            EXPECT_EQ(s.reserved_total(), 200 + grant);
+        }
+    }
+    EXPECT_EQ(given, 72 * 90);
+    EXPECT_EQ(s.reserved_total(), 200 + grant - given);
+    settle(book, s, p, a, 0);
+    settle(book, s, p, b, 0);
+    EXPECT_EQ(s.reserved_total(), 0);
+    EXPECT_EQ(s.spent, 72 * 90);
+}
+
+TEST(Lease, ALeaseOfAnEarlierSlotTakesNoNewRequestsAndGoesBackWithItsLast) {
+    const AdmissionPlan p1 = plan_with(100000000);
+    LeaseBook book;
+    ModelStore s;
+    const Req a = admit(book, s, p1, 1000);
+    const Req b = admit(book, s, p1, 1000);
+    ASSERT_EQ(b.t->use(0), LeaseUse::Grant);
+    const AdmissionPlan p2 = plan_with(100000000, kNow + 150);   // the next slot
+    ASSERT_NE(p2.reserve[0].slot, p1.reserve[0].slot);
+    const Req c = admit(book, s, p2, 1000);
+    ASSERT_NE(c.t, nullptr);
+    EXPECT_EQ(c.t->use(0), LeaseUse::Grant) << "a new lease in the new slot";
+    EXPECT_NE(c.t->parts[0].lease, b.t->parts[0].lease);
+    EXPECT_EQ(settle(book, s, p1, a, 5).size(), 1u);
+    const std::vector<Release> old = settle(book, s, p1, b, 5);
+    ASSERT_EQ(old.size(), 1u);
+    EXPECT_EQ(old[0].slot, p1.reserve[0].slot);
+    EXPECT_EQ(s.reserved[p1.reserve[0].slot], 0);
+    const std::vector<Release> now = settle(book, s, p2, c, 5);
+    ASSERT_EQ(now.size(), 1u);
+    EXPECT_EQ(now[0].slot, p2.reserve[0].slot);
+    EXPECT_EQ(s.reserved_total(), 0);
+}
+
+TEST(Lease, AfterAStoreFailureLeasesAreForgotten) {
+    const AdmissionPlan p = plan_with(100000000);
+    LeaseBook book;
+    ModelStore s;
+    const Req a = admit(book, s, p, 1000);
+    const Req b = admit(book, s, p, 1000);
+    const Req h = admit(book, s, p, 1000);
+    ASSERT_EQ(h.t->use(0), LeaseUse::Hit);
+    book.forget();
+    EXPECT_EQ(book.size(), 0u);
+    // Settles of the forgotten lease write nothing (it lapses in the store);
+    // an Own reservation is still given back.
+    EXPECT_TRUE(settle(book, s, p, h, 1).empty());
+    EXPECT_TRUE(settle(book, s, p, b, 1).empty());
+    EXPECT_EQ(settle(book, s, p, a, 1).size(), 1u);
+    // The next request starts afresh: the headroom is not known.
+    EXPECT_EQ(admit(book, s, p, 1000).t, nullptr);
+}
+
+TEST(Lease, AFailedAdmissionGivesItsHitBackAndForgetsItsGrant) {
+    const AdmissionPlan p = plan_with(100000000);
+    LeaseBook book;
+    ModelStore s;
+    const Req a = admit(book, s, p, 1000);
+    const Req b = admit(book, s, p, 1000);
+    const ReserveAmounts w{1000, 0};
+    std::shared_ptr<LeaseTicket> h = book.take(p, w);
+    ASSERT_EQ(h->use(0), LeaseUse::Hit);
+    const std::int64_t free_before = h->parts[0].lease->free();
+    book.failed(h.get(), p, w);
+    EXPECT_EQ(h->parts[0].lease->free(), free_before + 1000);
+    // A rejected Hit gives its worst case back too.
+    std::shared_ptr<LeaseTicket> r = book.take(p, w);
+    book.answered(r.get(), p, w, false, {s.spent});
+    EXPECT_EQ(r->parts[0].lease->free(), free_before + 1000);
+    // A Grant whose answer was lost: its lease is forgotten.
+    settle(book, s, p, b, 0);   // the lease goes back: the next one asks a grant
+    std::shared_ptr<LeaseTicket> g = book.take(p, w);
+    ASSERT_EQ(g->use(0), LeaseUse::Grant);
+    book.failed(g.get(), p, w);
+    EXPECT_TRUE(g->parts[0].lease->forgotten);
+    settle(book, s, p, a, 0);
+}
+
+TEST(Lease, TwoWorkersNeverAdmitPastTheLimitAndEndWithNothingReserved) {
+    std::mt19937 rng(7);
+    for (std::int64_t limit : {5000000LL, 200000LL, 70000LL}) {
+        const AdmissionPlan p = plan_with(limit);
+        ModelStore s;
+        LeaseBook books[2];
+        std::vector<std::pair<int, Req>> flight;
+        std::int64_t real_sum = 0, worst_in_flight = 0;
+        int hits = 0, refused = 0;
+        for (int step = 0; step < 4000; ++step) {
+            const bool start = flight.size() < 40 && (flight.empty() || rng() % 2 == 0);
+            if (start) {
+                const int wk = static_cast<int>(rng() % 2);
+                const std::int64_t w = 500 + static_cast<std::int64_t>(rng() % 1000);
+                Req r = admit(books[wk], s, p, w);
+                hits += r.t != nullptr && r.t->use(0) == LeaseUse::Hit ? 1 : 0;
+                refused += r.admitted ? 0 : 1;
+                if (r.admitted) {
+                    worst_in_flight += w;
+                    flight.emplace_back(wk, std::move(r));
+                }
+            } else {
+                const std::size_t i = rng() % flight.size();
+                const auto [wk, r] = flight[i];
+                flight.erase(flight.begin() + static_cast<std::ptrdiff_t>(i));
+                const std::int64_t real = static_cast<std::int64_t>(rng() % static_cast<unsigned>(r.a.tokens + 1));
+                settle(books[wk], s, p, r, real);
+                real_sum += real;
+                worst_in_flight -= r.a.tokens;
+            }
+            // What was spent and what may still be spent stay within the limit.
+            ASSERT_LE(s.spent + worst_in_flight, limit) << "limit " << limit << " step " << step;
+        }
+        for (const auto& [wk, r] : flight) {
+            settle(books[wk], s, p, r, r.a.tokens);
+            real_sum += r.a.tokens;
+        }
+        EXPECT_EQ(s.spent, real_sum) << limit;
+        EXPECT_EQ(s.reserved_total(), 0) << limit;
+        // Leases were used, and the small limits were reached.
+        EXPECT_GT(hits, limit > 1000000 ? 1000 : 0) << limit;
+        if (limit < 1000000) {
+            EXPECT_GT(refused, 0) << limit;
+        }
+    }
+}
