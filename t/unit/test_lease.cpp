@@ -104,7 +104,7 @@ TEST(Lease, AloneARequestReservesForItself) {
     for (int i = 0; i < 5; ++i) {
         const Req r = admit(book, s, p, 1000);
         ASSERT_TRUE(r.admitted);
-        EXPECT_EQ(r.t, nullptr) << "no lease without another request in flight";
+        EXPECT_EQ(r.t->use(0), LeaseUse::Own) << "no lease without another request in flight";
         EXPECT_EQ(s.reserved_total(), 1000);
         const std::vector<Release> rel = settle(book, s, p, r, 40);
         ASSERT_EQ(rel.size(), 1u);
@@ -119,7 +119,7 @@ TEST(Lease, ConcurrentRequestsShareAGrantAndGiveItBackWhenIdle) {
     LeaseBook book;
     ModelStore s;
     const Req first = admit(book, s, p, 1000);   // Own: the headroom is not known yet
-    ASSERT_EQ(first.t, nullptr);
+    ASSERT_EQ(first.t->use(0), LeaseUse::Own);
     const Req second = admit(book, s, p, 1000);  // another in flight: asks a grant
     ASSERT_NE(second.t, nullptr);
     ASSERT_EQ(second.t->use(0), LeaseUse::Grant);
@@ -154,7 +154,7 @@ TEST(Lease, NearTheLimitEveryRequestReservesForItself) {
     for (int i = 0; i < 64; ++i) {
         rs.push_back(admit(book, s, p, 1000));
         EXPECT_TRUE(rs.back().admitted);
-        EXPECT_EQ(rs.back().t, nullptr);
+        EXPECT_EQ(rs.back().t->use(0), LeaseUse::Own);
     }
     EXPECT_FALSE(admit(book, s, p, 1000).admitted);   // the 65th does not fit
     for (const Req& r : rs) settle(book, s, p, r, 1000);
@@ -223,15 +223,16 @@ TEST(Lease, AfterAStoreFailureLeasesAreForgotten) {
     const Req b = admit(book, s, p, 1000);
     const Req h = admit(book, s, p, 1000);
     ASSERT_EQ(h.t->use(0), LeaseUse::Hit);
+    EXPECT_EQ(book.held(), 1u);
     book.forget();
-    EXPECT_EQ(book.size(), 0u);
+    EXPECT_EQ(book.held(), 0u);
     // Settles of the forgotten lease write nothing (it lapses in the store);
     // an Own reservation is still given back.
     EXPECT_TRUE(settle(book, s, p, h, 1).empty());
     EXPECT_TRUE(settle(book, s, p, b, 1).empty());
     EXPECT_EQ(settle(book, s, p, a, 1).size(), 1u);
     // The next request starts afresh: the headroom is not known.
-    EXPECT_EQ(admit(book, s, p, 1000).t, nullptr);
+    EXPECT_EQ(admit(book, s, p, 1000).t->use(0), LeaseUse::Own);
 }
 
 TEST(Lease, AFailedAdmissionGivesItsHitBackAndForgetsItsGrant) {

@@ -23,7 +23,7 @@ bool grant_fits(const Check& c, std::int64_t used, std::int64_t amount, std::int
     return total <= c.limit;
 }
 
-LeaseBook::Entry& LeaseBook::entry(const Reservation& r) {
+LeaseEntry& LeaseBook::entry(const Reservation& r) {
     auto it = entries_.find(r.record);
     if (it == entries_.end()) it = entries_.emplace(r.record, Pair{}).first;
     return it->second.e[r.measure == Measure::Tokens ? 0 : 1];
@@ -35,10 +35,15 @@ std::shared_ptr<LeaseTicket> LeaseBook::take(const AdmissionPlan& plan, const Re
         const Reservation& r = plan.reserve[j];
         const std::int64_t w = reserve_amount(amounts, r.measure);
         if (w <= 0) continue;
-        Entry& e = entry(r);
+        if (!t) {
+            t = std::make_shared<LeaseTicket>();
+            t->parts.resize(plan.reserve.size());
+        }
+        LeaseEntry& e = entry(r);
+        LeasePart& p = t->parts[j];
+        p.entry = &e;
         Lease* l = e.lease.get();
         const bool current = l != nullptr && !l->forgotten && l->slot == r.slot;
-        LeasePart p;
         // A grant is asked only while the worker has other requests of this
         // reservation in flight: alone, a request's lease would go back at
         // its own settle.
@@ -47,72 +52,80 @@ std::shared_ptr<LeaseTicket> LeaseBook::take(const AdmissionPlan& plan, const Re
         if (current && l->free() >= w) {
             l->in_flight += w;
             p.use = LeaseUse::Hit;
+            p.lease = e.lease;
         } else if (busy && e.headroom >= 0 && e.headroom / kLeaseMinRequests >= w && extra >= w) {
             if (!current) e.lease = std::make_shared<Lease>(Lease{r.record, r.measure == Measure::Tokens, r.slot});
             p.use = LeaseUse::Grant;
             p.extra = extra;
+            p.lease = e.lease;
         } else {
             ++e.own;
-            continue;
         }
-        p.lease = e.lease;
-        if (!t) {
-            t = std::make_shared<LeaseTicket>();
-            t->parts.resize(plan.reserve.size());
-        }
-        t->parts[j] = std::move(p);
     }
     return t;
 }
 
 void LeaseBook::answered(LeaseTicket* t, const AdmissionPlan& plan, const ReserveAmounts& amounts, bool admitted,
                          const std::vector<std::int64_t>& used) {
-    const bool sums = used.size() == plan.checks.size();
-    LeasePart own;
-    for (std::size_t j = 0; j < plan.reserve.size(); ++j) {
+    if (t == nullptr) return;
+    const std::size_t n = std::min(plan.reserve.size(), t->parts.size());
+    // Hits: given back when refused. The others learn from the sums, which
+    // include every reservation: start their headroom and grant test.
+    bool learn = false;
+    for (std::size_t j = 0; j < n; ++j) {
+        LeasePart& p = t->parts[j];
+        if (p.entry == nullptr) continue;
         const std::int64_t w = reserve_amount(amounts, plan.reserve[j].measure);
-        if (w <= 0) continue;
-        LeasePart& p = t != nullptr && j < t->parts.size() ? t->parts[j] : own;
         if (p.use == LeaseUse::Hit) {
             if (!admitted) p.lease->in_flight -= w;
             continue;
         }
-        Entry& e = entry(plan.reserve[j]);
-        if (!admitted && p.use == LeaseUse::Own) e.own = e.own > 0 ? e.own - 1 : 0;
-        // Own or Grant: the sums include every reservation: learn the headroom.
-        bool fits = sums;
-        __int128 head = INT64_MAX;
-        for (std::size_t i = 0; sums && i < plan.checks.size(); ++i) {
-            const Check& c = plan.checks[i];
-            if (!c.reserves || c.reserve_index != static_cast<int>(j)) continue;
-            head = std::min(head, static_cast<__int128>(c.limit) - (used[i] < 0 ? 0 : used[i]) - w);
-            if (p.use == LeaseUse::Grant && !grant_fits(c, used[i], w, p.extra)) fits = false;
-        }
+        if (!admitted && p.use == LeaseUse::Own && p.entry->own > 0) --p.entry->own;
+        p.head = INT64_MAX;
+        p.granted = true;
+        learn = true;
+    }
+    if (!learn) return;
+    const bool sums = used.size() == plan.checks.size();
+    for (std::size_t i = 0; sums && i < plan.checks.size(); ++i) {
+        const Check& c = plan.checks[i];
+        if (!c.reserves || c.reserve_index < 0 || static_cast<std::size_t>(c.reserve_index) >= n) continue;
+        LeasePart& p = t->parts[static_cast<std::size_t>(c.reserve_index)];
+        if (p.entry == nullptr || p.use == LeaseUse::Hit) continue;
+        const std::int64_t w = reserve_amount(amounts, c.measure);
+        p.head = std::min(p.head, clamp64(static_cast<__int128>(c.limit) - (used[i] < 0 ? 0 : used[i]) - w));
+        if (p.use == LeaseUse::Grant && !grant_fits(c, used[i], w, p.extra)) p.granted = false;
+    }
+    for (std::size_t j = 0; j < n; ++j) {
+        LeasePart& p = t->parts[j];
+        if (p.entry == nullptr || p.use == LeaseUse::Hit) continue;
+        const std::int64_t w = reserve_amount(amounts, plan.reserve[j].measure);
+        p.granted = p.granted && sums && p.use == LeaseUse::Grant;
         if (admitted && p.use == LeaseUse::Grant) {
-            p.granted = fits;
             Lease& l = *p.lease;
-            l.granted += w + (fits ? p.extra : 0);
+            l.granted += w + (p.granted ? p.extra : 0);
             l.in_flight += w;
-            if (fits) {
+            if (p.granted) {
                 l.batch = p.extra;
-                head -= p.extra;
+                p.head = clamp64(static_cast<__int128>(p.head) - p.extra);
             }
         }
-        if (sums) e.headroom = std::max<std::int64_t>(clamp64(head), -1);
+        if (sums) p.entry->headroom = std::max<std::int64_t>(p.head, -1);
     }
 }
 
 void LeaseBook::failed(LeaseTicket* t, const AdmissionPlan& plan, const ReserveAmounts& amounts) {
-    for (std::size_t j = 0; j < plan.reserve.size(); ++j) {
+    if (t == nullptr) return;
+    for (std::size_t j = 0; j < plan.reserve.size() && j < t->parts.size(); ++j) {
         const std::int64_t w = reserve_amount(amounts, plan.reserve[j].measure);
-        if (w <= 0) continue;
-        const LeasePart* p = t != nullptr ? t->part(j) : nullptr;
-        if (p == nullptr || p->use == LeaseUse::Own) {
-            own_done(plan.reserve[j]);
-        } else if (p->use == LeaseUse::Hit) {
-            p->lease->in_flight -= w;
+        LeasePart& p = t->parts[j];
+        if (w <= 0 || p.entry == nullptr) continue;
+        if (p.use == LeaseUse::Own) {
+            if (p.entry->own > 0) --p.entry->own;
+        } else if (p.use == LeaseUse::Hit) {
+            p.lease->in_flight -= w;
         } else {
-            p->lease->forgotten = true;   // a grant may have been added
+            p.lease->forgotten = true;   // a grant may have been added
         }
     }
 }
@@ -126,7 +139,7 @@ void LeaseBook::settle(const LeaseTicket* t, const AdmissionPlan& plan, const Re
         const LeasePart* p = t != nullptr ? t->part(j) : nullptr;
         if (p == nullptr || p->use == LeaseUse::Own) {
             out.push_back(Release{r.record, r.measure == Measure::Tokens, r.slot, w});
-            own_done(r);
+            if (p != nullptr && p->entry != nullptr && p->entry->own > 0) --p->entry->own;
             continue;
         }
         Lease& l = *p->lease;
@@ -146,20 +159,21 @@ void LeaseBook::settle(const LeaseTicket* t, const AdmissionPlan& plan, const Re
     }
 }
 
-void LeaseBook::own_done(const Reservation& r) {
-    auto it = entries_.find(r.record);
-    if (it == entries_.end()) return;
-    Entry& e = it->second.e[r.measure == Measure::Tokens ? 0 : 1];
-    if (e.own > 0) --e.own;
-}
-
 void LeaseBook::forget() {
     for (auto& kv : entries_) {
-        for (Entry& e : kv.second.e) {
+        for (LeaseEntry& e : kv.second.e) {
             if (e.lease) e.lease->forgotten = true;
+            e = LeaseEntry();
         }
     }
-    entries_.clear();
+}
+
+std::size_t LeaseBook::held() const {
+    std::size_t n = 0;
+    for (const auto& kv : entries_) {
+        for (const LeaseEntry& e : kv.second.e) n += e.lease && !e.lease->forgotten && e.lease->granted > 0 ? 1 : 0;
+    }
+    return n;
 }
 
 std::vector<Release> admission_releases(const AdmissionPlan& plan, const ReserveAmounts& amounts,

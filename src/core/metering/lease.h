@@ -61,6 +61,16 @@ struct Lease {
     std::int64_t free() const { return granted - in_flight - consumed; }
 };
 
+// A worker's state of one reserved counter (a scope and measure): its
+// current lease, the last headroom learnt, the requests in flight that
+// reserve for themselves. Kept for the worker's life (one per scope and
+// measure seen), so a ticket may point at it.
+struct LeaseEntry {
+    std::shared_ptr<Lease> lease;
+    std::int64_t headroom = -1;   // unknown
+    std::int64_t own = 0;         // requests in flight with an Own part
+};
+
 // How a request holds one of its reservations.
 enum class LeaseUse : unsigned char {
     Own,    // its own reservation in the store (as without leases)
@@ -72,7 +82,9 @@ struct LeasePart {
     LeaseUse use = LeaseUse::Own;
     std::int64_t extra = 0;          // Grant: the grant asked
     bool granted = false;            // Grant: the store added it
+    std::int64_t head = 0;           // scratch of LeaseBook::answered
     std::shared_ptr<Lease> lease;    // Hit, Grant
+    LeaseEntry* entry = nullptr;     // an amount above 0: its reserved counter's state
 };
 
 // A request's parts, one per reservation of its plan (AdmissionPlan::reserve
@@ -101,16 +113,16 @@ class LeaseBook {
 public:
     // The request's parts: Hit when a current lease has room (taken now),
     // Grant when the headroom allows one and the worker has other requests
-    // of that reservation in flight, else Own. nullptr when every part is
-    // Own.
+    // of that reservation in flight, else Own. nullptr when nothing is
+    // reserved.
     std::shared_ptr<LeaseTicket> take(const AdmissionPlan& plan, const ReserveAmounts& amounts);
     // The admission's answer with its sums (used, one per check): admitted
     // joins Grant parts to their lease; rejected gives Hits back. Either way
-    // the headroom of Own and Grant parts is learnt (t null: all Own).
+    // the headroom of Own and Grant parts is learnt.
     void answered(LeaseTicket* t, const AdmissionPlan& plan, const ReserveAmounts& amounts, bool admitted,
                   const std::vector<std::int64_t>& used);
     // The admission failed (no answer): Hits go back, Grant parts' leases
-    // are forgotten (a grant may have been added). t null: all Own.
+    // are forgotten (a grant may have been added).
     void failed(LeaseTicket* t, const AdmissionPlan& plan, const ReserveAmounts& amounts);
     // What the settle of a request gives back (appended to out): an Own
     // part's amount; a leased part's lease when it was the last in flight,
@@ -118,22 +130,17 @@ public:
     // request's real usage (tokens, cost), counted by the same call.
     void settle(const LeaseTicket* t, const AdmissionPlan& plan, const ReserveAmounts& amounts,
                 const ReserveAmounts& real, std::vector<Release>& out);
-    // A store failure: every lease is forgotten.
+    // A store failure: every lease is forgotten, every headroom unknown.
     void forget();
-    std::size_t size() const { return entries_.size(); }
+    // The leases held now (not forgotten, something granted).
+    std::size_t held() const;
 
 private:
-    struct Entry {
-        std::shared_ptr<Lease> lease;
-        std::int64_t headroom = -1;   // unknown
-        std::int64_t own = 0;         // requests in flight with an Own part
-    };
     struct Pair {
-        Entry e[2];   // tokens, cost
+        LeaseEntry e[2];   // tokens, cost
     };
-    Entry& entry(const Reservation& r);
-    void own_done(const Reservation& r);
-    std::unordered_map<std::string, Pair> entries_;   // by record
+    LeaseEntry& entry(const Reservation& r);
+    std::unordered_map<std::string, Pair> entries_;   // by record; never erased
 };
 
 // What an admission itself writes into the store's reserved counters (so

@@ -184,6 +184,7 @@ public:
         // What goes back: the request's own reservations, and a lease (or
         // its consumed part) this settle leaves idle (core/metering/lease.h).
         if (owned->releases.plan != nullptr) {
+            owned->released.reserve(owned->releases.plan->reserve.size());
             leases_.settle(owned->releases.lease.get(), *owned->releases.plan, owned->releases.amounts,
                            real_usage(owned->deltas), owned->released);
         }
@@ -380,14 +381,14 @@ private:
         std::string err;
         if (!decode_admit_reply(v, *plan, res, err)) return failed_admit(err, plan, amounts, ticket, std::move(done));
         latch().on_success(now_ms());
-        if (!plan->reserve.empty()) leases_.answered(ticket.get(), *plan, amounts, res.admitted, res.used);
+        if (ticket) leases_.answered(ticket.get(), *plan, amounts, res.admitted, res.used);
         if (res.admitted) res.lease = ticket;
         done(StoreReply{}, res);
     }
 
     void failed_admit(const std::string& err, const PlanPtr& plan, const ReserveAmounts& amounts, const Ticket& ticket,
                       AdmitDone done) {
-        if (!plan->reserve.empty()) leases_.failed(ticket.get(), *plan, amounts);
+        if (ticket) leases_.failed(ticket.get(), *plan, amounts);
         on_failure(err);
         degraded_admit(plan, amounts, std::move(done));
     }
@@ -409,8 +410,8 @@ private:
     }
 
     void degraded_apply(const std::shared_ptr<OwnedDeltas>& owned, std::time_t now, WriteDone done) {
-        // A request that held leases reserved nothing of its own in shared
-        // memory to give back.
+        // A request that Redis admitted (it has a ticket) reserved nothing in
+        // shared memory to give back there.
         if (settings_->fail_open) {
             return fallback_->settle(owned->deltas, owned->releases.lease ? HeldReservation() : owned->releases, now,
                                      std::move(done));
