@@ -145,6 +145,34 @@ TEST(Lease, ConcurrentRequestsShareAGrantAndGiveItBackWhenIdle) {
     EXPECT_EQ(s.spent, 220);
 }
 
+TEST(Lease, OneGrantAtATime) {
+    const AdmissionPlan p = plan_with(100000000);
+    LeaseBook book;
+    ModelStore s;
+    const Req first = admit(book, s, p, 1000);
+    const ReserveAmounts w{1000, 0};
+    // Two requests taken before the store answers the first grant: the
+    // second reserves for itself.
+    std::shared_ptr<LeaseTicket> g = book.take(p, w);
+    std::shared_ptr<LeaseTicket> o = book.take(p, w);
+    ASSERT_EQ(g->use(0), LeaseUse::Grant);
+    EXPECT_EQ(o->use(0), LeaseUse::Own);
+    std::vector<std::int64_t> used;
+    ASSERT_TRUE(s.admit(p, w, g.get(), used));
+    book.answered(g.get(), p, w, true, used);
+    ASSERT_TRUE(s.admit(p, w, o.get(), used));
+    book.answered(o.get(), p, w, true, used);
+    // Answered: the next is taken from the lease.
+    const Req h = admit(book, s, p, 1000);
+    EXPECT_EQ(h.t->use(0), LeaseUse::Hit);
+    settle(book, s, p, h, 1);
+    settle(book, s, p, Req{o, w, true}, 1);
+    settle(book, s, p, Req{g, w, true}, 1);
+    settle(book, s, p, first, 1);
+    EXPECT_EQ(s.reserved_total(), 0);
+    EXPECT_EQ(s.spent, 4);
+}
+
 TEST(Lease, NearTheLimitEveryRequestReservesForItself) {
     // 63 worst cases of headroom: below kLeaseMinRequests.
     const AdmissionPlan p = plan_with(64 * 1000);

@@ -53,8 +53,10 @@ std::shared_ptr<LeaseTicket> LeaseBook::take(const AdmissionPlan& plan, const Re
             l->in_flight += w;
             p.use = LeaseUse::Hit;
             p.lease = e.lease;
-        } else if (busy && e.headroom >= 0 && e.headroom / kLeaseMinRequests >= w && extra >= w) {
+        } else if (busy && !(current && l->asking) && e.headroom >= 0 && e.headroom / kLeaseMinRequests >= w &&
+                   extra >= w) {
             if (!current) e.lease = std::make_shared<Lease>(Lease{r.record, r.measure == Measure::Tokens, r.slot});
+            e.lease->asking = true;
             p.use = LeaseUse::Grant;
             p.extra = extra;
             p.lease = e.lease;
@@ -101,6 +103,7 @@ void LeaseBook::answered(LeaseTicket* t, const AdmissionPlan& plan, const Reserv
         if (p.entry == nullptr || p.use == LeaseUse::Hit) continue;
         const std::int64_t w = reserve_amount(amounts, plan.reserve[j].measure);
         p.granted = p.granted && sums && p.use == LeaseUse::Grant;
+        if (p.use == LeaseUse::Grant) p.lease->asking = false;
         if (admitted && p.use == LeaseUse::Grant) {
             Lease& l = *p.lease;
             l.granted += w + (p.granted ? p.extra : 0);
@@ -125,6 +128,7 @@ void LeaseBook::failed(LeaseTicket* t, const AdmissionPlan& plan, const ReserveA
         } else if (p.use == LeaseUse::Hit) {
             p.lease->in_flight -= w;
         } else {
+            p.lease->asking = false;
             p.lease->forgotten = true;   // a grant may have been added
         }
     }

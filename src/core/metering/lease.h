@@ -58,6 +58,7 @@ struct Lease {
     std::int64_t consumed = 0;   // settled real usage still inside granted
     std::int64_t batch = 0;      // the last grant (consumed is given back at half of it)
     bool forgotten = false;      // after a store failure: writes nothing more
+    bool asking = false;         // a grant asked and not answered (one at a time)
     std::int64_t free() const { return granted - in_flight - consumed; }
 };
 
@@ -112,8 +113,9 @@ struct Release {
 class LeaseBook {
 public:
     // The request's parts: Hit when a current lease has room (taken now),
-    // Grant when the headroom allows one and the worker has other requests
-    // of that reservation in flight, else Own. nullptr when nothing is
+    // Grant when the headroom allows one, the worker has other requests of
+    // that reservation in flight and no grant of the lease is unanswered,
+    // else Own. nullptr when nothing is
     // reserved.
     std::shared_ptr<LeaseTicket> take(const AdmissionPlan& plan, const ReserveAmounts& amounts);
     // The admission's answer with its sums (used, one per check): admitted
