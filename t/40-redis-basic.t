@@ -12,6 +12,7 @@ use GwMeter;
 use GwRedis;
 use Test::More;
 use List::Util ();
+use POSIX ();
 
 Gw::need_module();
 GwRedis::need_redis();
@@ -282,6 +283,34 @@ subtest 'round trips per metered request (counting proxy + commandstats)' => sub
     $ng2->stop;
     $px->stop;
     $rd2->stop;
+};
+
+# A reload or quit lets workers finish their requests: the accounting of a
+# request in flight then still reaches Redis (the worker's open connection
+# takes it while it shuts down), with no store failure logged.
+subtest 'a request in flight when its worker shuts down gracefully is counted in Redis' => sub {
+    my $ng3 = Gw::Nginx->start(workers => 1, conf => $conf, vars => { MOCK => $mock->port, RPORT => $rd->port });
+    GwMeter::wait_second_below(50);
+    my $t = time;
+    my $before = db3(GwRedis::key('user', 'bob', 'tokin', 'day', $t));
+    $mock->reset;
+    $mock->script({ delay_ms => 1500,
+                    json => { id => 'chatcmpl-q', object => 'chat.completion', created => 1, model => 'gpt-4o-mini',
+                              choices => [{ index => 0, message => { role => 'assistant', content => 'ok' },
+                                            finish_reason => 'stop' }],
+                              usage => { prompt_tokens => $PER{tokin}, completion_tokens => $PER{tokout},
+                                         total_tokens => $PER{tokin} + $PER{tokout} } } });
+    my $pid = fork // die "fork: $!";
+    if (!$pid) { my $r = GwMeter::chat($ng3, 'sk-bob-40'); POSIX::_exit($r->{status} == 200 ? 0 : 1) }
+    ok(scalar(@{ $mock->wait_requests(1, timeout => 10) }) >= 1, 'the request reached the provider');
+    kill 'QUIT', $ng3->master_pid;
+    waitpid($pid, 0);
+    is($? >> 8, 0, 'it was answered 200 while the worker shut down');
+    my $after = Gw::wait_until(sub { my $v = db3(GwRedis::key('user', 'bob', 'tokin', 'day', $t)); $v > $before ? $v : undef },
+                               timeout => 5);
+    is(($after // $before) - $before, $PER{tokin}, 'its input tokens were counted in Redis');
+    is(GwMeter::log_lines($ng3, qr/limit store .* failed/), 0, 'no store failure logged');
+    $ng3->stop;
 };
 
 $rd->stop;

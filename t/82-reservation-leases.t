@@ -3,8 +3,9 @@
 # sending eight requests each against a large token and cost budget: all are
 # admitted, the store writes far fewer reserved counters than one per
 # request and measure each way, and once all have settled spent is their
-# real usage exactly and nothing stays reserved. A worker killed while it
-# holds a lease: the lease lapses with its slot.
+# real usage exactly and nothing stays reserved. A worker that stops gives
+# its idle lease back before it exits; one killed while it holds a lease
+# leaves it to lapse with its slot.
 use strict;
 use warnings;
 use lib 't/lib';
@@ -84,7 +85,7 @@ subtest 'requests served from a lease' => sub {
     diag("HINCRBY calls for $n requests with leases: $hincrby (without: " . 4 * $n . ')');
     my $u = Gw::wait_until(sub { my $r = lee($ng); $r->{reservedTokens} == 0 && $r->{reservedCostMicroUsd} == 0 ? $r : undef },
                            timeout => 5);
-    ok($u, 'settled: nothing reserved (the lease went back with its last request)');
+    ok($u, 'settled: nothing reserved (the lease went back once the worker was idle)');
     $u ||= lee($ng);
     is($u->{tokensInPerDay} + $u->{tokensOutPerDay}, $n * ($IN + $OUT), 'spent tokens = the real usage, exactly');
     is($u->{costPerDayMicroUsd}, $n * ($IN + $OUT), 'spent cost = the real usage, exactly');
@@ -92,6 +93,22 @@ subtest 'requests served from a lease' => sub {
     is(scalar(grep { $_ != 0 } values %h), 0, 'every reserved field in Redis is at 0');
     is(scalar(@{ $mock->requests }), $n, 'every request reached the provider');
     $ng->stop;
+};
+
+subtest 'a worker that stops gives its lease back before it exits' => sub {
+    $rd->cli('FLUSHALL');
+    my $ng = Gw::Nginx->start(workers => 1, conf => conf(), vars => { MOCK => $mock->port, RPORT => $rd->port });
+    $mock->reset;
+    $mock->script({ %{ answer() }, delay_ms => 100, times => $CLIENTS * 2 });
+    Gw::parallel($CLIENTS, sub {
+        Time::HiRes::sleep(0.019 * $_[0]);
+        chat($ng) for 1 .. 2;
+        return 1;
+    }, timeout => 60);
+    $ng->stop;   # at once: the lease is idle, not yet given back
+    my %h = @{ [ split /\n/, $rd->cli('HGETALL', 'llmgw:user:lee:rsv') ] };
+    ok(scalar(keys %h) > 0, 'the scope\'s reserved fields exist');
+    is(scalar(grep { $_ != 0 } values %h), 0, 'every reserved field is at 0 once the worker has exited');
 };
 
 subtest 'a worker killed while it holds a lease: the lease lapses' => sub {

@@ -85,6 +85,15 @@ std::vector<Release> settle(LeaseBook& book, ModelStore& s, const AdmissionPlan&
     return rel;
 }
 
+// The worker's idle timer: what it gives back, applied to the store.
+std::vector<Release> idle(LeaseBook& book, ModelStore& s) {
+    std::vector<Release> rel;
+    std::vector<std::shared_ptr<Lease>> keep;
+    book.give_back_idle(rel, keep);
+    s.account(0, rel);
+    return rel;
+}
+
 }  // namespace
 
 TEST(Lease, GrantFitsExactlyAsTheScriptDecides) {
@@ -137,12 +146,21 @@ TEST(Lease, ConcurrentRequestsShareAGrantAndGiveItBackWhenIdle) {
     // Settles of a lease's requests write nothing while others are in flight.
     for (const Req& h : hits) EXPECT_TRUE(settle(book, s, p, h, 10).empty());
     EXPECT_EQ(settle(book, s, p, first, 10).size(), 1u);   // its own reservation
-    // The lease's last request gives the whole lease back.
-    const std::vector<Release> last = settle(book, s, p, second, 10);
+    // After the lease's last request it waits idle; a request that comes
+    // meanwhile takes from it.
+    EXPECT_TRUE(settle(book, s, p, second, 10).empty());
+    EXPECT_TRUE(book.idle_waiting());
+    const Req again = admit(book, s, p, 1000);
+    EXPECT_EQ(again.t->use(0), LeaseUse::Hit);
+    EXPECT_TRUE(idle(book, s).empty()) << "not idle: a request holds it";
+    EXPECT_TRUE(settle(book, s, p, again, 10).empty());
+    // Idle when the timer fires: all of it goes back.
+    const std::vector<Release> last = idle(book, s);
     ASSERT_EQ(last.size(), 1u);
     EXPECT_EQ(last[0].amount, 1000 + 1000 * kLeaseGrantRequests);
+    EXPECT_FALSE(book.idle_waiting());
     EXPECT_EQ(s.reserved_total(), 0);
-    EXPECT_EQ(s.spent, 220);
+    EXPECT_EQ(s.spent, 230);
 }
 
 TEST(Lease, OneGrantAtATime) {
@@ -169,6 +187,7 @@ TEST(Lease, OneGrantAtATime) {
     settle(book, s, p, Req{o, w, true}, 1);
     settle(book, s, p, Req{g, w, true}, 1);
     settle(book, s, p, first, 1);
+    idle(book, s);
     EXPECT_EQ(s.reserved_total(), 0);
     EXPECT_EQ(s.spent, 4);
 }
@@ -215,6 +234,7 @@ TEST(Lease, ConsumedUsageGoesBackAtHalfAGrant) {
     EXPECT_EQ(s.reserved_total(), 200 + grant - given);
     settle(book, s, p, a, 0);
     settle(book, s, p, b, 0);
+    idle(book, s);
     EXPECT_EQ(s.reserved_total(), 0);
     EXPECT_EQ(s.spent, 72 * 90);
 }
@@ -237,7 +257,8 @@ TEST(Lease, ALeaseOfAnEarlierSlotTakesNoNewRequestsAndGoesBackWithItsLast) {
     ASSERT_EQ(old.size(), 1u);
     EXPECT_EQ(old[0].slot, p1.reserve[0].slot);
     EXPECT_EQ(s.reserved[p1.reserve[0].slot], 0);
-    const std::vector<Release> now = settle(book, s, p2, c, 5);
+    EXPECT_TRUE(settle(book, s, p2, c, 5).empty());   // the current lease waits idle
+    const std::vector<Release> now = idle(book, s);
     ASSERT_EQ(now.size(), 1u);
     EXPECT_EQ(now[0].slot, p2.reserve[0].slot);
     EXPECT_EQ(s.reserved_total(), 0);
@@ -280,7 +301,8 @@ TEST(Lease, AFailedAdmissionGivesItsHitBackAndForgetsItsGrant) {
     book.answered(r.get(), p, w, false, {s.spent});
     EXPECT_EQ(r->parts[0].lease->free(), free_before + 1000);
     // A Grant whose answer was lost: its lease is forgotten.
-    settle(book, s, p, b, 0);   // the lease goes back: the next one asks a grant
+    settle(book, s, p, b, 0);
+    idle(book, s);              // the lease goes back: the next one asks a grant
     std::shared_ptr<LeaseTicket> g = book.take(p, w);
     ASSERT_EQ(g->use(0), LeaseUse::Grant);
     book.failed(g.get(), p, w);
@@ -318,6 +340,7 @@ TEST(Lease, TwoWorkersNeverAdmitPastTheLimitAndEndWithNothingReserved) {
                 real_sum += real;
                 worst_in_flight -= r.a.tokens;
             }
+            if (rng() % 50 == 0) idle(books[rng() % 2], s);   // a worker's idle timer
             // What was spent and what may still be spent stay within the limit.
             ASSERT_LE(s.spent + worst_in_flight, limit) << "limit " << limit << " step " << step;
         }
@@ -325,6 +348,7 @@ TEST(Lease, TwoWorkersNeverAdmitPastTheLimitAndEndWithNothingReserved) {
             settle(books[wk], s, p, r, r.a.tokens);
             real_sum += r.a.tokens;
         }
+        for (LeaseBook& b : books) idle(b, s);
         EXPECT_EQ(s.spent, real_sum) << limit;
         EXPECT_EQ(s.reserved_total(), 0) << limit;
         // Leases were used, and the small limits were reached.

@@ -151,9 +151,18 @@ void LeaseBook::settle(const LeaseTicket* t, const AdmissionPlan& plan, const Re
         l.consumed = clamp64(static_cast<__int128>(l.consumed) + reserve_amount(real, r.measure));
         if (l.forgotten) continue;
         if (l.in_flight <= 0) {
-            // The last request of the lease: all of it goes back.
-            if (l.granted > 0) out.push_back(Release{l.record, l.tokens, l.slot, l.granted});
-            l.granted = l.consumed = l.in_flight = 0;
+            l.in_flight = 0;
+            if (p->entry != nullptr && p->entry->lease.get() == &l && l.granted > 0) {
+                // The current lease's last request: it goes back when the
+                // worker has stayed idle (give_back_idle), unless a request
+                // takes from it first.
+                idle_ = true;
+            } else {
+                // A lease of an earlier slot takes no new request: all of it
+                // goes back now.
+                if (l.granted > 0) out.push_back(Release{l.record, l.tokens, l.slot, l.granted});
+                l.granted = l.consumed = 0;
+            }
         } else if (l.consumed > 0 && l.consumed >= std::max<std::int64_t>(l.batch / 2, 1)) {
             const std::int64_t back = std::min(l.consumed, l.granted);
             if (back > 0) out.push_back(Release{l.record, l.tokens, l.slot, back});
@@ -163,7 +172,21 @@ void LeaseBook::settle(const LeaseTicket* t, const AdmissionPlan& plan, const Re
     }
 }
 
+void LeaseBook::give_back_idle(std::vector<Release>& out, std::vector<std::shared_ptr<Lease>>& keep) {
+    idle_ = false;
+    for (auto& kv : entries_) {
+        for (LeaseEntry& e : kv.second.e) {
+            Lease* l = e.lease.get();
+            if (l == nullptr || l->forgotten || l->in_flight > 0 || l->granted <= 0) continue;
+            out.push_back(Release{l->record, l->tokens, l->slot, l->granted});
+            keep.push_back(e.lease);
+            l->granted = l->consumed = 0;
+        }
+    }
+}
+
 void LeaseBook::forget() {
+    idle_ = false;
     for (auto& kv : entries_) {
         for (LeaseEntry& e : kv.second.e) {
             if (e.lease) e.lease->forgotten = true;

@@ -22,8 +22,9 @@
 // as consumed: the store's reserved counter then over-states by it (a
 // conservative error: others see less headroom, never more) until the
 // worker gives consumed back in an accounting call, once it reaches half
-// the last grant. When a lease's last request settles, the whole lease is
-// given back in that accounting call: an idle worker holds nothing.
+// the last grant. When a lease's last request settles and no other takes
+// from it for kLeaseIdleMs, the whole lease is given back in a call of its
+// own: an idle worker holds nothing (a worker between two bursts keeps it).
 //
 // So spent plus every worst case in flight never exceeds what checks
 // admitted, as without leases; near the limit (headroom below
@@ -47,6 +48,7 @@ namespace llmgw {
 constexpr std::int64_t kLeaseMinRequests = 64;     // headroom, in worst cases, before a grant is asked
 constexpr std::int64_t kLeaseGrantRequests = 128;  // a grant's cap, in worst cases
 constexpr std::int64_t kLeaseHeadroomShare = 8;    // a grant is at most headroom / 8
+constexpr std::int64_t kLeaseIdleMs = 100;         // an idle lease goes back after this
 
 // One worker's lease on one reserved counter.
 struct Lease {
@@ -127,11 +129,19 @@ public:
     // are forgotten (a grant may have been added).
     void failed(LeaseTicket* t, const AdmissionPlan& plan, const ReserveAmounts& amounts);
     // What the settle of a request gives back (appended to out): an Own
-    // part's amount; a leased part's lease when it was the last in flight,
-    // or its consumed usage once that reaches half a grant. real: the
+    // part's amount; a leased part's consumed usage once that reaches half
+    // a grant; a lease of an earlier slot when it was its last request (a
+    // current lease then waits idle, idle_waiting). real: the
     // request's real usage (tokens, cost), counted by the same call.
     void settle(const LeaseTicket* t, const AdmissionPlan& plan, const ReserveAmounts& amounts,
                 const ReserveAmounts& real, std::vector<Release>& out);
+    // Whether a current lease went idle (its last request settled) since
+    // the last give_back_idle: the worker then calls give_back_idle after
+    // kLeaseIdleMs.
+    bool idle_waiting() const { return idle_; }
+    // The current leases still idle, given back whole (appended to out;
+    // keep holds them while the call that gives them back is written).
+    void give_back_idle(std::vector<Release>& out, std::vector<std::shared_ptr<Lease>>& keep);
     // A store failure: every lease is forgotten, every headroom unknown.
     void forget();
     // The leases held now (not forgotten, something granted).
@@ -143,6 +153,7 @@ private:
     };
     LeaseEntry& entry(const Reservation& r);
     std::unordered_map<std::string, Pair> entries_;   // by record; never erased
+    bool idle_ = false;
 };
 
 // What an admission itself writes into the store's reserved counters (so

@@ -166,9 +166,18 @@ ngx_int_t admit_request(ngx_http_request_t* r, RequestCtx* ctx) {
         r, ctx, Resume::RunPhases,
         [store, plan = std::move(plan), amounts, ctx](std::function<void()> answered) {
             std::weak_ptr<bool> alive = ctx->alive;
-            store->admit(plan, amounts, [ctx, alive, answered](const StoreReply& rep, const AdmissionResult& res) {
+            store->admit(plan, amounts, [store, plan, amounts, ctx, alive, answered](const StoreReply& rep,
+                                                                                    const AdmissionResult& res) {
                 auto token = alive.lock();
-                if (!token || !*token) return;   // the request ended while the store was asked
+                if (!token || !*token) {
+                    // The request ended while the store was asked: what the
+                    // admission reserved goes back at once (a worker's lease
+                    // would otherwise stay held until it lapsed).
+                    if (rep.status == StoreStatus::Ok && res.admitted && !plan->reserve.empty()) {
+                        store->settle({}, HeldReservation{plan, amounts, res.lease}, ngx_time(), WriteDone());
+                    }
+                    return;
+                }
                 ctx->admit_reply = rep;
                 ctx->admit_result = res;
                 answered();

@@ -37,9 +37,14 @@ RedisConn::~RedisConn() {
     done_.clear();   // never run callbacks from a destructor
 }
 
-// A worker that is shutting down sends nothing more: cb fails (posted).
+// A worker that is shutting down opens no connection: cb fails (posted).
+// While it shuts down gracefully, an open connection still takes commands:
+// the accounting of the requests it finishes (written at once, so the
+// store has them even when the worker exits before their replies), and its
+// idle reservation leases given back.
 bool RedisConn::shutting_down(Callback& cb) {
     if (!ngx_exiting && !ngx_terminate) return false;
+    if (ngx_exiting && !ngx_terminate && ready_) return false;
     done_.push_back({std::move(cb), {"worker is shutting down", {}}});
     if (!post_.posted) {
         ngx_post_event(&post_, &ngx_posted_events);

@@ -125,6 +125,15 @@ public:
     RedisStore(const StoreSettings* settings, CounterStore* fallback, StoreHealth& health, bool fail_next_reply)
         : settings_(settings), fallback_(fallback), health_(health), conn_(settings->redis, ngx_cycle->log) {
         if (fail_next_reply) conn_.fail_next_reply();
+        // Not cancelable: a worker that is shutting down gives its idle
+        // leases back before it exits (at most kLeaseIdleMs later).
+        idle_ev_.handler = on_idle_timer;
+        idle_ev_.data = this;
+        idle_ev_.log = ngx_cycle->log;
+    }
+
+    ~RedisStore() override {
+        if (idle_ev_.timer_set) ngx_del_timer(&idle_ev_);
     }
 
     const char* name() const override { return "redis"; }
@@ -187,6 +196,7 @@ public:
             owned->released.reserve(owned->releases.plan->reserve.size());
             leases_.settle(owned->releases.lease.get(), *owned->releases.plan, owned->releases.amounts,
                            real_usage(owned->deltas), owned->released);
+            if (leases_.idle_waiting() && !idle_ev_.timer_set) ngx_add_timer(&idle_ev_, kLeaseIdleMs);
         }
         wire_.clear();
         if (!append_account_command(wire_, batch->plain, batch->groups, kMaxStatIds, ttl_seconds(Window::Day), *op,
@@ -375,6 +385,53 @@ private:
     using PlanPtr = std::shared_ptr<const AdmissionPlan>;
     using Ticket = std::shared_ptr<LeaseTicket>;
 
+    // The leases that stayed idle kLeaseIdleMs go back in a call of their
+    // own (the accounting script with nothing but releases).
+    static void on_idle_timer(ngx_event_t* ev) {
+        try {
+            static_cast<RedisStore*>(ev->data)->give_back_idle();
+        } catch (...) {
+            ngx_log_error(NGX_LOG_ERR, ev->log, 0, "llm_gateway: out of memory giving idle reservation leases back");
+        }
+    }
+
+    struct IdleLeases {
+        std::vector<Release> released;
+        std::vector<std::shared_ptr<Lease>> leases;   // hold the records released
+    };
+
+    void give_back_idle() {
+        auto idle = std::make_shared<IdleLeases>();
+        leases_.give_back_idle(idle->released, idle->leases);
+        if (idle->released.empty()) return;
+        // Unreachable store: they lapse there.
+        if (!latch().should_try(now_ms())) return leases_.forget();
+        send_cancels();
+        auto op = std::make_shared<std::string>(next_op());
+        const std::int64_t ids_ttl = ttl_seconds(Window::Day);
+        wire_.clear();
+        if (!append_account_command(wire_, {}, {}, kMaxStatIds, ids_ttl, *op, kOpTtl, true, idle->released)) {
+            return on_failure("out of memory writing a lease's release");
+        }
+        conn_.exec_encoded(wire_, 1, [this, idle, op, ids_ttl](const std::string& err,
+                                                               std::vector<RespValue>& replies) {
+            if (err.empty() && is_noscript_error(replies[0])) {
+                const std::string eval =
+                    account_command({}, {}, kMaxStatIds, ids_ttl, *op, kOpTtl, false, idle->released);
+                if (eval.empty()) return on_failure("out of memory writing a lease's release");
+                conn_.exec_encoded(eval, 1, [this, idle](const std::string& err2, std::vector<RespValue>& r2) {
+                    const std::string e = accounting_reply_error(err2, r2);
+                    if (!e.empty()) return on_failure(e);
+                    latch().on_success(now_ms());
+                });
+                return;
+            }
+            const std::string e = accounting_reply_error(err, replies);
+            if (!e.empty()) return on_failure(e);
+            latch().on_success(now_ms());
+        }, true);
+    }
+
     void finish_admit(const RespValue& v, const PlanPtr& plan, const ReserveAmounts& amounts, const Ticket& ticket,
                       AdmitDone done) {
         AdmissionResult res;
@@ -438,6 +495,7 @@ private:
     RedisConn conn_;
     std::string wire_;                  // scratch: a command written straight to RESP
     LeaseBook leases_;                  // the worker's reservation leases
+    ngx_event_t idle_ev_{};             // gives idle leases back (kLeaseIdleMs)
     std::size_t telemetry_in_flight_ = 0;
     std::deque<std::string> cancels_;        // cancel script calls, in RESP
     bool cancels_in_flight_ = false;
