@@ -68,10 +68,14 @@ struct Req {
     bool admitted = false;
 };
 
-Req admit(LeaseBook& book, ModelStore& s, const AdmissionPlan& p, std::int64_t w) {
+// The worker's clock: a second between requests unless a test says when.
+std::int64_t clock_ms = 0;
+std::int64_t later() { return clock_ms += 1000; }
+
+Req admit(LeaseBook& book, ModelStore& s, const AdmissionPlan& p, std::int64_t w, std::int64_t now = -1) {
     Req r;
     r.a = ReserveAmounts{w, 0};
-    r.t = book.take(p, r.a);
+    r.t = book.take(p, r.a, now >= 0 ? now : later());
     std::vector<std::int64_t> used;
     r.admitted = s.admit(p, r.a, r.t.get(), used);
     book.answered(r.t.get(), p, r.a, r.admitted, used);
@@ -171,8 +175,8 @@ TEST(Lease, OneGrantAtATime) {
     const ReserveAmounts w{1000, 0};
     // Two requests taken before the store answers the first grant: the
     // second reserves for itself.
-    std::shared_ptr<LeaseTicket> g = book.take(p, w);
-    std::shared_ptr<LeaseTicket> o = book.take(p, w);
+    std::shared_ptr<LeaseTicket> g = book.take(p, w, later());
+    std::shared_ptr<LeaseTicket> o = book.take(p, w, later());
     ASSERT_EQ(g->use(0), LeaseUse::Grant);
     EXPECT_EQ(o->use(0), LeaseUse::Own);
     std::vector<std::int64_t> used;
@@ -190,6 +194,28 @@ TEST(Lease, OneGrantAtATime) {
     idle(book, s);
     EXPECT_EQ(s.reserved_total(), 0);
     EXPECT_EQ(s.spent, 4);
+}
+
+TEST(Lease, RequestsOneAfterAnotherWithin100msShareALease) {
+    const AdmissionPlan p = plan_with(100000000);
+    LeaseBook book;
+    ModelStore s;
+    std::int64_t t = 5000000;
+    const Req first = admit(book, s, p, 1000, t);
+    EXPECT_EQ(first.t->use(0), LeaseUse::Own);
+    settle(book, s, p, first, 10);
+    const Req second = admit(book, s, p, 1000, t += 40);   // a request 40 ms ago: busy
+    EXPECT_EQ(second.t->use(0), LeaseUse::Grant);
+    EXPECT_TRUE(settle(book, s, p, second, 10).empty());    // it waits idle
+    for (int i = 0; i < 10; ++i) {
+        const Req r = admit(book, s, p, 1000, t += 40);
+        EXPECT_EQ(r.t->use(0), LeaseUse::Hit) << i;
+        EXPECT_TRUE(settle(book, s, p, r, 10).empty());
+    }
+    EXPECT_EQ(idle(book, s).size(), 1u);   // the timer: all of it back
+    EXPECT_EQ(s.reserved_total(), 0);
+    // 100 ms after the last one, a request is alone again.
+    EXPECT_EQ(admit(book, s, p, 1000, t += 100).t->use(0), LeaseUse::Own);
 }
 
 TEST(Lease, NearTheLimitEveryRequestReservesForItself) {
@@ -291,19 +317,19 @@ TEST(Lease, AFailedAdmissionGivesItsHitBackAndForgetsItsGrant) {
     const Req a = admit(book, s, p, 1000);
     const Req b = admit(book, s, p, 1000);
     const ReserveAmounts w{1000, 0};
-    std::shared_ptr<LeaseTicket> h = book.take(p, w);
+    std::shared_ptr<LeaseTicket> h = book.take(p, w, later());
     ASSERT_EQ(h->use(0), LeaseUse::Hit);
     const std::int64_t free_before = h->parts[0].lease->free();
     book.failed(h.get(), p, w);
     EXPECT_EQ(h->parts[0].lease->free(), free_before + 1000);
     // A rejected Hit gives its worst case back too.
-    std::shared_ptr<LeaseTicket> r = book.take(p, w);
+    std::shared_ptr<LeaseTicket> r = book.take(p, w, later());
     book.answered(r.get(), p, w, false, {s.spent});
     EXPECT_EQ(r->parts[0].lease->free(), free_before + 1000);
     // A Grant whose answer was lost: its lease is forgotten.
     settle(book, s, p, b, 0);
     idle(book, s);              // the lease goes back: the next one asks a grant
-    std::shared_ptr<LeaseTicket> g = book.take(p, w);
+    std::shared_ptr<LeaseTicket> g = book.take(p, w, later());
     ASSERT_EQ(g->use(0), LeaseUse::Grant);
     book.failed(g.get(), p, w);
     EXPECT_TRUE(g->parts[0].lease->forgotten);
@@ -319,12 +345,13 @@ TEST(Lease, TwoWorkersNeverAdmitPastTheLimitAndEndWithNothingReserved) {
         std::vector<std::pair<int, Req>> flight;
         std::int64_t real_sum = 0, worst_in_flight = 0;
         int hits = 0, refused = 0;
+        std::int64_t t = 1000000;   // the workers' clock, ms
         for (int step = 0; step < 4000; ++step) {
             const bool start = flight.size() < 40 && (flight.empty() || rng() % 2 == 0);
             if (start) {
                 const int wk = static_cast<int>(rng() % 2);
                 const std::int64_t w = 500 + static_cast<std::int64_t>(rng() % 1000);
-                Req r = admit(books[wk], s, p, w);
+                Req r = admit(books[wk], s, p, w, t += static_cast<std::int64_t>(rng() % 60));
                 hits += r.t != nullptr && r.t->use(0) == LeaseUse::Hit ? 1 : 0;
                 refused += r.admitted ? 0 : 1;
                 if (r.admitted) {

@@ -29,7 +29,8 @@ LeaseEntry& LeaseBook::entry(const Reservation& r) {
     return it->second.e[r.measure == Measure::Tokens ? 0 : 1];
 }
 
-std::shared_ptr<LeaseTicket> LeaseBook::take(const AdmissionPlan& plan, const ReserveAmounts& amounts) {
+std::shared_ptr<LeaseTicket> LeaseBook::take(const AdmissionPlan& plan, const ReserveAmounts& amounts,
+                                             std::int64_t now_ms) {
     std::shared_ptr<LeaseTicket> t;
     for (std::size_t j = 0; j < plan.reserve.size(); ++j) {
         const Reservation& r = plan.reserve[j];
@@ -44,10 +45,11 @@ std::shared_ptr<LeaseTicket> LeaseBook::take(const AdmissionPlan& plan, const Re
         p.entry = &e;
         Lease* l = e.lease.get();
         const bool current = l != nullptr && !l->forgotten && l->slot == r.slot;
-        // A grant is asked only while the worker has other requests of this
-        // reservation in flight: alone, a request's lease would go back at
-        // its own settle.
-        const bool busy = e.own > 0 || (current && l->in_flight > 0);
+        // A grant is asked only while the worker is busy with this
+        // reservation: alone, a request's lease would only go back.
+        const bool busy = e.own > 0 || (current && (l->in_flight > 0 || l->granted > 0)) ||
+                          now_ms - e.last_ms < kLeaseIdleMs;
+        e.last_ms = now_ms;
         const std::int64_t extra = std::min(e.headroom / kLeaseHeadroomShare, times(w, kLeaseGrantRequests));
         if (current && l->free() >= w) {
             l->in_flight += w;

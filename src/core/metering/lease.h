@@ -14,6 +14,9 @@
 // request's checks pass with it too (the same check, exact); the worker
 // then holds it as a lease on that reserved counter (scope, measure, slot).
 //
+// (Busy: other requests of it in flight, a lease still held, or a request
+// taken less than kLeaseIdleMs before: a client sending one request after
+// another is served from a lease too.)
 // A later request of the worker whose worst case fits in the lease's free
 // part takes it from there: its admission checks that scope and measure
 // like the default mode (spent below the limit) and reserves nothing in the
@@ -34,6 +37,7 @@
 // is no longer the current one. A worker forgets its leases after any store
 // failure (what they hold then lapses, at most 1.25 reservation TTLs).
 #pragma once
+#include <climits>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -72,6 +76,7 @@ struct LeaseEntry {
     std::shared_ptr<Lease> lease;
     std::int64_t headroom = -1;   // unknown
     std::int64_t own = 0;         // requests in flight with an Own part
+    std::int64_t last_ms = INT64_MIN / 2;   // the last request taken
 };
 
 // How a request holds one of its reservations.
@@ -115,11 +120,11 @@ struct Release {
 class LeaseBook {
 public:
     // The request's parts: Hit when a current lease has room (taken now),
-    // Grant when the headroom allows one, the worker has other requests of
-    // that reservation in flight and no grant of the lease is unanswered,
-    // else Own. nullptr when nothing is
-    // reserved.
-    std::shared_ptr<LeaseTicket> take(const AdmissionPlan& plan, const ReserveAmounts& amounts);
+    // Grant when the headroom allows one, the worker is busy with that
+    // reservation (other requests in flight, a lease held, or a request
+    // taken less than kLeaseIdleMs before now_ms) and no grant of the lease
+    // is unanswered, else Own. nullptr when nothing is reserved.
+    std::shared_ptr<LeaseTicket> take(const AdmissionPlan& plan, const ReserveAmounts& amounts, std::int64_t now_ms);
     // The admission's answer with its sums (used, one per check): admitted
     // joins Grant parts to their lease; rejected gives Hits back. Either way
     // the headroom of Own and Grant parts is learnt.

@@ -148,7 +148,7 @@ public:
         auto op = std::make_shared<std::string>(next_op());
         // The worker's leases (core/metering/lease.h): parts taken from them
         // reserve nothing in the store; others may ask a grant.
-        Ticket ticket = plan->reserve.empty() ? nullptr : leases_.take(*plan, amounts);
+        Ticket ticket = plan->reserve.empty() ? nullptr : leases_.take(*plan, amounts, now_ms());
         wire_.clear();
         if (!append_admit_command(wire_, *plan, amounts, true, *op, kOpTtl, ticket.get())) {
             return failed_admit("out of memory writing the admission command", plan, amounts, ticket, std::move(done));
