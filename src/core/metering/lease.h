@@ -1,12 +1,12 @@
 // Reservation leases (llm_gateway_budget_mode reserve on a shared store;
-// docs/metering.md#leases), no nginx.
+// docs/metering.md#leases-redis), no nginx.
 //
 // Without leases every reserving request writes its worst case into its
 // scopes' reserved counters at admission and takes it back at settle: two
 // store writes per scope and measure. With a lot of headroom left that is
 // work the limit does not need, so a worker reserves in batches: when it
-// has other requests of a reservation in flight and the reservation's last
-// known headroom (limit minus spent minus reserved, from the sums of an
+// is busy with a reservation (below) and the reservation's last known
+// headroom (limit minus spent minus reserved, from the sums of an
 // admission that read them) is at least kLeaseMinRequests of the request's
 // worst case, the request asks the store for an extra grant beside its own
 // reservation, at most an eighth of that headroom and
@@ -16,7 +16,9 @@
 //
 // (Busy: other requests of it in flight, a lease still held, or a request
 // taken less than kLeaseIdleMs before: a client sending one request after
-// another is served from a lease too.)
+// another is served from a lease too. One grant per lease is asked at a
+// time.)
+//
 // A later request of the worker whose worst case fits in the lease's free
 // part takes it from there: its admission checks that scope and measure
 // like the default mode (spent below the limit) and reserves nothing in the
