@@ -16,6 +16,17 @@ std::int64_t clamp64(__int128 v) {
 
 std::int64_t times(std::int64_t w, std::int64_t n) { return w > INT64_MAX / n ? INT64_MAX : w * n; }
 
+// A request's own reservation given back; a lease (or part of it) given back.
+Release release_of(const Reservation& r, std::int64_t amount) {
+    return Release{r.record, r.measure == Measure::Tokens, r.slot, amount};
+}
+Release release_of(const Lease& l, std::int64_t amount) { return Release{l.record, l.tokens, l.slot, amount}; }
+
+// An Own part no longer in flight.
+void own_done(LeaseEntry* e) {
+    if (e != nullptr && e->own > 0) --e->own;
+}
+
 }  // namespace
 
 bool grant_fits(const Check& c, std::int64_t used, std::int64_t amount, std::int64_t extra) {
@@ -84,7 +95,7 @@ void LeaseBook::answered(LeaseTicket* t, const AdmissionPlan& plan, const Reserv
             if (!admitted) p.lease->in_flight -= w;
             continue;
         }
-        if (!admitted && p.use == LeaseUse::Own && p.entry->own > 0) --p.entry->own;
+        if (!admitted && p.use == LeaseUse::Own) own_done(p.entry);
         p.head = INT64_MAX;
         p.granted = true;
         learn = true;
@@ -126,7 +137,7 @@ void LeaseBook::failed(LeaseTicket* t, const AdmissionPlan& plan, const ReserveA
         LeasePart& p = t->parts[j];
         if (w <= 0 || p.entry == nullptr) continue;
         if (p.use == LeaseUse::Own) {
-            if (p.entry->own > 0) --p.entry->own;
+            own_done(p.entry);
         } else if (p.use == LeaseUse::Hit) {
             p.lease->in_flight -= w;
         } else {
@@ -144,8 +155,8 @@ void LeaseBook::settle(const LeaseTicket* t, const AdmissionPlan& plan, const Re
         if (w <= 0) continue;
         const LeasePart* p = t != nullptr ? t->part(j) : nullptr;
         if (p == nullptr || p->use == LeaseUse::Own) {
-            out.push_back(Release{r.record, r.measure == Measure::Tokens, r.slot, w});
-            if (p != nullptr && p->entry != nullptr && p->entry->own > 0) --p->entry->own;
+            out.push_back(release_of(r, w));
+            if (p != nullptr) own_done(p->entry);
             continue;
         }
         Lease& l = *p->lease;
@@ -162,12 +173,12 @@ void LeaseBook::settle(const LeaseTicket* t, const AdmissionPlan& plan, const Re
             } else {
                 // A lease of an earlier slot takes no new request: all of it
                 // goes back now.
-                if (l.granted > 0) out.push_back(Release{l.record, l.tokens, l.slot, l.granted});
+                if (l.granted > 0) out.push_back(release_of(l, l.granted));
                 l.granted = l.consumed = 0;
             }
         } else if (l.consumed > 0 && l.consumed >= std::max<std::int64_t>(l.batch / 2, 1)) {
             const std::int64_t back = std::min(l.consumed, l.granted);
-            if (back > 0) out.push_back(Release{l.record, l.tokens, l.slot, back});
+            if (back > 0) out.push_back(release_of(l, back));
             l.granted -= back;
             l.consumed -= back;
         }
@@ -180,7 +191,7 @@ void LeaseBook::give_back_idle(std::vector<Release>& out, std::vector<std::share
         for (LeaseEntry& e : kv.second.e) {
             Lease* l = e.lease.get();
             if (l == nullptr || l->forgotten || l->in_flight > 0 || l->granted <= 0) continue;
-            out.push_back(Release{l->record, l->tokens, l->slot, l->granted});
+            out.push_back(release_of(*l, l->granted));
             keep.push_back(e.lease);
             l->granted = l->consumed = 0;
         }
@@ -208,12 +219,9 @@ std::size_t LeaseBook::held() const {
 std::vector<Release> admission_releases(const AdmissionPlan& plan, const ReserveAmounts& amounts,
                                         const LeaseTicket* t) {
     std::vector<Release> out;
-    for (std::size_t j = 0; j < plan.reserve.size(); ++j) {
-        const Reservation& r = plan.reserve[j];
-        const std::int64_t w = reserve_amount(amounts, r.measure);
-        if (w <= 0 || (t != nullptr && t->use(j) == LeaseUse::Hit)) continue;
-        out.push_back(Release{r.record, r.measure == Measure::Tokens, r.slot, w});
-    }
+    for_each_admission_write(plan, amounts, t, [&out](const Reservation& r, std::size_t, std::int64_t w) {
+        out.push_back(release_of(r, w));
+    });
     return out;
 }
 

@@ -165,6 +165,15 @@ private:
 
 // What an admission itself writes into the store's reserved counters (so
 // what its cancel takes back): every reservation with an amount, but Hits.
+// Calls f(reservation, its index in plan.reserve, amount) for each.
+template <typename F>
+void for_each_admission_write(const AdmissionPlan& plan, const ReserveAmounts& amounts, const LeaseTicket* t, F f) {
+    for (std::size_t j = 0; j < plan.reserve.size(); ++j) {
+        const std::int64_t w = reserve_amount(amounts, plan.reserve[j].measure);
+        if (w > 0 && (t == nullptr || t->use(j) != LeaseUse::Hit)) f(plan.reserve[j], j, w);
+    }
+}
+// The same as releases.
 std::vector<Release> admission_releases(const AdmissionPlan& plan, const ReserveAmounts& amounts,
                                         const LeaseTicket* t = nullptr);
 

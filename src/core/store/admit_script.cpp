@@ -243,13 +243,7 @@ bool append_admit_command(std::string& out, const AdmissionPlan& plan, const Res
     auto leased = [&hit](const Check& c) {
         return c.reserves && c.reserve_index >= 0 && hit(static_cast<std::size_t>(c.reserve_index));
     };
-    // Calls f(reservation, index, amount) for each one the admission writes.
-    auto each_written = [&](auto f) {
-        for (std::size_t j = 0; j < plan.reserve.size(); ++j) {
-            const std::int64_t amount = reserve_amount(amounts, plan.reserve[j].measure);
-            if (amount > 0 && !hit(j)) f(plan.reserve[j], j, amount);
-        }
-    };
+    auto each_written = [&](auto f) { for_each_admission_write(plan, amounts, lease, f); };
     std::size_t nres = 0;
     each_written([&nres](const Reservation&, std::size_t, std::int64_t) { ++nres; });
     std::size_t nkeys = plan.admit.size() + plan.reject.size() + nres + (op ? 1 : 0);
