@@ -198,32 +198,15 @@ public:
                            real_usage(owned->deltas), owned->released);
             if (leases_.idle_waiting() && !idle_ev_.timer_set) ngx_add_timer(&idle_ev_, kLeaseIdleMs);
         }
-        wire_.clear();
-        if (!append_account_command(wire_, batch->plain, batch->groups, kMaxStatIds, ttl_seconds(Window::Day), *op,
-                                    kOpTtl, true, owned->released)) {
-            return finish_apply("out of memory writing the accounting command", {}, owned, now, std::move(done));
-        }
         // Written at once: the store has it before the client has its answer.
-        conn_.exec_encoded(wire_, 1, [this, owned, now, batch, op, done = std::move(done)](
-                                         const std::string& err, std::vector<RespValue>& replies) mutable {
-            if (err.empty() && is_noscript_error(replies[0])) {
-                const std::string eval = account_command(batch->plain, batch->groups, kMaxStatIds,
-                                                         ttl_seconds(Window::Day), *op, kOpTtl, false,
-                                                         owned->released);
-                if (eval.empty()) {
-                    return finish_apply("out of memory writing the accounting command", {}, owned, now,
-                                        std::move(done));
-                }
-                conn_.exec_encoded(eval, 1, [this, owned, now, batch, op, done = std::move(done)](
-                                                const std::string& err2, std::vector<RespValue>& r2) mutable {
-                    if (!err2.empty()) queue_cancel(cancel_account_command(batch->plain, batch->groups, *op, kOpTtl));
-                    finish_apply(err2, r2, owned, now, std::move(done));
-                });
-                return;
-            }
-            if (!err.empty()) queue_cancel(cancel_account_command(batch->plain, batch->groups, *op, kOpTtl));
-            finish_apply(err, replies, owned, now, std::move(done));
-        }, true);
+        account_call(batch, owned->released, owned, op,
+                     [this, owned, now, batch, op, done = std::move(done)](
+                         const std::string& err, const std::vector<RespValue>& replies, bool sent) mutable {
+                         if (sent && !err.empty()) {
+                             queue_cancel(cancel_account_command(batch->plain, batch->groups, *op, kOpTtl));
+                         }
+                         finish_apply(err, replies, owned, now, std::move(done));
+                     });
     }
 
     void read(const std::vector<std::string>& keys, ReadDone done) override {
@@ -407,28 +390,42 @@ private:
         // Unreachable store: they lapse there.
         if (!latch().should_try(now_ms())) return leases_.forget();
         send_cancels();
-        auto op = std::make_shared<std::string>(next_op());
+        account_call(std::make_shared<AccountBatch>(), idle->released, idle,
+                     std::make_shared<std::string>(next_op()),
+                     [this](const std::string& err, const std::vector<RespValue>& replies, bool) {
+                         const std::string e = accounting_reply_error(err, replies);
+                         if (!e.empty()) return on_failure(e);
+                         latch().on_success(now_ms());
+                     });
+    }
+
+    // One call of the accounting script, written at once: EVALSHA, and on a
+    // NOSCRIPT reply the same call by EVAL (which loads the script). keep
+    // holds what batch and released view until the call is answered.
+    // answered(err, replies, sent): err is the connection's error, or why the
+    // command could not be written (sent false: nothing reached the store).
+    // (A template: the callback travels inside the connection's, with no
+    // allocation of its own on the accounting path.)
+    template <typename Answered>
+    void account_call(std::shared_ptr<const AccountBatch> batch, const std::vector<Release>& released,
+                      std::shared_ptr<const void> keep, std::shared_ptr<const std::string> op, Answered answered) {
+        static const char kNoMemory[] = "out of memory writing the accounting command";
         const std::int64_t ids_ttl = ttl_seconds(Window::Day);
         wire_.clear();
-        if (!append_account_command(wire_, {}, {}, kMaxStatIds, ids_ttl, *op, kOpTtl, true, idle->released)) {
-            return on_failure("out of memory writing a lease's release");
+        if (!append_account_command(wire_, batch->plain, batch->groups, kMaxStatIds, ids_ttl, *op, kOpTtl, true,
+                                    released)) {
+            return answered(kNoMemory, {}, false);
         }
-        conn_.exec_encoded(wire_, 1, [this, idle, op, ids_ttl](const std::string& err,
-                                                               std::vector<RespValue>& replies) {
-            if (err.empty() && is_noscript_error(replies[0])) {
-                const std::string eval =
-                    account_command({}, {}, kMaxStatIds, ids_ttl, *op, kOpTtl, false, idle->released);
-                if (eval.empty()) return on_failure("out of memory writing a lease's release");
-                conn_.exec_encoded(eval, 1, [this, idle](const std::string& err2, std::vector<RespValue>& r2) {
-                    const std::string e = accounting_reply_error(err2, r2);
-                    if (!e.empty()) return on_failure(e);
-                    latch().on_success(now_ms());
-                });
-                return;
-            }
-            const std::string e = accounting_reply_error(err, replies);
-            if (!e.empty()) return on_failure(e);
-            latch().on_success(now_ms());
+        conn_.exec_encoded(wire_, 1, [this, batch, &released, keep, op, ids_ttl, answered = std::move(answered)](
+                                         const std::string& err, std::vector<RespValue>& replies) mutable {
+            if (!err.empty() || !is_noscript_error(replies[0])) return answered(err, replies, true);
+            const std::string eval =
+                account_command(batch->plain, batch->groups, kMaxStatIds, ids_ttl, *op, kOpTtl, false, released);
+            if (eval.empty()) return answered(kNoMemory, {}, false);
+            conn_.exec_encoded(eval, 1, [keep, answered = std::move(answered)](const std::string& err2,
+                                                                               std::vector<RespValue>& r2) mutable {
+                answered(err2, r2, true);
+            });
         }, true);
     }
 
