@@ -89,6 +89,7 @@ struct RequestCtx {
     bool is_admin_traffic = false;
     bool store_pending = false;       // a store answer is awaited (await_store)
     StoreReply admit_reply;
+    ngx_msec_t admit_asked = 0;       // when the store was asked (the debug trace's round trip)
     AdmissionResult admit_result;
     // llm_gateway_budget_mode reserve: the reservation held until the
     // settle releases it (any() false: none).

@@ -27,6 +27,7 @@ void body_ready(ngx_http_request_t* r);
 
 ngx_int_t admitted_or_admit(ngx_http_request_t* r, RequestCtx* ctx, const RouteRow& row) {
     if (row.metered) return admit_request(r, ctx);
+    ngx_log_debug0(NGX_LOG_DEBUG_HTTP, r->connection->log, 0, "llm_gateway: route not metered: no admission");
     ctx->phase = RequestCtx::Phase::Admitted;
     return NGX_DECLINED;
 }
@@ -43,6 +44,10 @@ ngx_int_t resolve(ngx_http_request_t* r, RequestCtx* ctx, std::string_view model
                       "The model `" + std::string(model) + "` does not exist or you do not have access to it.",
                       "invalid_request_error", "model_not_found");
     }
+    ngx_log_debug4(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "llm_gateway: model \"%s\" resolved to \"%s\" (%uz failover targets, group \"%s\")",
+                   log_value(model).c_str(), log_value(ctx->resolved.canonical).c_str(),
+                   ctx->resolved.targets.size(), log_value(ctx->user->group).c_str());
     // 501 before admission: a route no target's provider type serves
     // (docs/media.md) is not counted as a request.
     for (const Target& t : ctx->resolved.targets) {
@@ -156,9 +161,12 @@ ngx_int_t start(ngx_http_request_t* r, RequestCtx* ctx, LocConf* lcf) {
                       "invalid_request_error", "unknown_url");
     }
     ctx->route = row;
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0, "llm_gateway: route \"%s\" for \"%s\"", row->name,
+                   log_value(sv(r->uri)).c_str());
     if ((r->method & row->methods) == 0) return reject_method(r, row->allow);
     // The admin HTML shell needs no key; nor does a scrape from an allowed address.
     if (!row->authenticated || (lcf->mode == kModeMetrics && scrape_allowed(r, lcf))) {
+        ngx_log_debug0(NGX_LOG_DEBUG_HTTP, r->connection->log, 0, "llm_gateway: no key needed here");
         ctx->phase = RequestCtx::Phase::Admitted;
         return NGX_DECLINED;
     }

@@ -160,6 +160,13 @@ ngx_int_t admit_request(ngx_http_request_t* r, RequestCtx* ctx) {
         ctx->held = HeldReservation{plan, amounts};
     }
     if (billed) cutoff_keep_limits(mcf, ctx, *plan);
+    ngx_log_debug7(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "llm_gateway: admission of user \"%s\" group \"%s\": %uz checks, %uz reservations "
+                   "(worst case %L tokens, %L micro-USD), store \"%s\"",
+                   log_value(ctx->user->name).c_str(), log_value(ctx->user->group).c_str(), plan->checks.size(),
+                   plan->reserve.size(), static_cast<long long>(amounts.tokens),
+                   static_cast<long long>(amounts.cost_micros), store->name());
+    ctx->admit_asked = ngx_current_msec;
 
     ctx->phase = RequestCtx::Phase::Admitting;
     return await_store(
@@ -187,6 +194,16 @@ ngx_int_t admit_request(ngx_http_request_t* r, RequestCtx* ctx) {
 }
 
 ngx_int_t finish_admission(ngx_http_request_t* r, RequestCtx* ctx) {
+    ngx_log_debug5(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "llm_gateway: admission answered in %M ms: %s%s%s (lease %s)", ngx_current_msec - ctx->admit_asked,
+                   ctx->admit_reply.status != StoreStatus::Ok ? "store error: "
+                   : ctx->admit_result.admitted            ? "admitted"
+                                                           : "rejected: ",
+                   ctx->admit_reply.status != StoreStatus::Ok ? log_text(ctx->admit_reply.error).c_str() : "",
+                   ctx->admit_reply.status == StoreStatus::Ok && !ctx->admit_result.admitted
+                       ? log_text(ctx->admit_result.message).c_str()
+                       : "",
+                   ctx->admit_result.lease != nullptr ? "held" : "none");
     // What remains, from this admission's own sums (no further store read).
     if (!ctx->limit_shapes.empty() && ctx->admit_reply.status == StoreStatus::Ok) {
         ctx->allowance = allowance_headers(tightest_allowances(ctx->limit_shapes, ctx->admit_result, ngx_time()));

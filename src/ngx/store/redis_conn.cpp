@@ -68,6 +68,8 @@ void RedisConn::exec_encoded(std::string_view wire, std::size_t ncmds, Callback 
 // A failed write fails the batches (their callbacks posted, never run here).
 void RedisConn::queue(std::size_t ncmds, Callback cb, bool now) {
     batches_.push_back(Batch{ncmds, {}, std::move(cb), ngx_current_msec + s_.timeout, false});
+    ngx_log_debug4(NGX_LOG_DEBUG_HTTP, log_, 0, "llm_gateway: store: %uz commands queued (%uz bytes, %uz batches in flight, %s)",
+                   ncmds, out_.size(), batches_.size(), ready_ ? "connected" : connecting_ ? "connecting" : "connect");
     arm_timer();
     if (ready_ && now) {
         flush();
@@ -290,6 +292,8 @@ void RedisConn::read() {
             if (b.replies.size() < b.expect) continue;
             Batch done = std::move(b);
             batches_.pop_front();
+            ngx_log_debug3(NGX_LOG_DEBUG_HTTP, log_, 0, "llm_gateway: store: %uz replies in %M ms%s", done.expect,
+                           ngx_current_msec - (done.deadline - s_.timeout), done.internal ? " (handshake)" : "");
             if (done.internal) {
                 for (const auto& r : done.replies) {
                     if (r.type == RespValue::Type::Error) {
