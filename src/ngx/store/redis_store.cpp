@@ -57,6 +57,8 @@ struct OwnedDeltas {
 // reach the store within it of each other. Short, because every call leaves
 // one.
 constexpr std::int64_t kOpTtl = 300;
+constexpr const char kNoMemoryAdmit[] = "out of memory writing the admission command";
+constexpr const char kNoMemoryAccount[] = "out of memory writing the accounting command";
 // Cancels waiting for the store, per worker; past this, the oldest go.
 constexpr std::size_t kMaxPendingCancels = 10000;
 
@@ -149,35 +151,18 @@ public:
         // The worker's leases (core/metering/lease.h): parts taken from them
         // reserve nothing in the store; others may ask a grant.
         Ticket ticket = plan->reserve.empty() ? nullptr : leases_.take(*plan, amounts, now_ms());
-        wire_.clear();
-        if (!append_admit_command(wire_, *plan, amounts, true, *op, kOpTtl, ticket.get())) {
-            return failed_admit("out of memory writing the admission command", plan, amounts, ticket, std::move(done));
-        }
-        conn_.exec_encoded(wire_, 1, [this, plan, amounts, op, ticket, done = std::move(done)](
-                                         const std::string& err, std::vector<RespValue>& replies) mutable {
-            if (!err.empty()) {
-                queue_cancel(cancel_admit_command(*plan, amounts, *op, kOpTtl, ticket.get()));
-                return failed_admit(err, plan, amounts, ticket, std::move(done));
-            }
-            if (is_noscript_error(replies[0])) {
-                // The server forgot the script (restart, SCRIPT FLUSH): send it whole.
-                const std::string eval = admit_command_op(*plan, amounts, *op, kOpTtl, false, ticket.get());
-                if (eval.empty()) {
-                    return failed_admit("out of memory writing the admission command", plan, amounts, ticket,
-                                        std::move(done));
-                }
-                conn_.exec_encoded(eval, 1, [this, plan, amounts, op, ticket, done = std::move(done)](
-                                                const std::string& err2, std::vector<RespValue>& r2) mutable {
-                    if (!err2.empty()) {
-                        queue_cancel(cancel_admit_command(*plan, amounts, *op, kOpTtl, ticket.get()));
-                        return failed_admit(err2, plan, amounts, ticket, std::move(done));
-                    }
-                    finish_admit(r2[0], plan, amounts, ticket, std::move(done));
-                });
-                return;
-            }
-            finish_admit(replies[0], plan, amounts, ticket, std::move(done));
-        });
+        script_call(
+            kNoMemoryAdmit,
+            [&](std::string& wire) { return append_admit_command(wire, *plan, amounts, true, *op, kOpTtl, ticket.get()); },
+            [plan, amounts, op, ticket] { return admit_command_op(*plan, amounts, *op, kOpTtl, false, ticket.get()); },
+            [this, plan, amounts, op, ticket, done = std::move(done)](const std::string& err,
+                                                                      const std::vector<RespValue>& replies,
+                                                                      bool sent) mutable {
+                if (err.empty()) return finish_admit(replies[0], plan, amounts, ticket, std::move(done));
+                if (sent) queue_cancel(cancel_admit_command(*plan, amounts, *op, kOpTtl, ticket.get()));
+                failed_admit(err, plan, amounts, ticket, std::move(done));
+            },
+            false);
     }
 
     // Accounting: one EVALSHA of the accounting script with the bound on
@@ -399,34 +384,48 @@ private:
                      });
     }
 
-    // One call of the accounting script, written at once: EVALSHA, and on a
-    // NOSCRIPT reply the same call by EVAL (which loads the script). keep
-    // holds what batch and released view until the call is answered.
-    // answered(err, replies, sent): err is the connection's error, or why the
-    // command could not be written (sent false: nothing reached the store).
-    // (A template: the callback travels inside the connection's, with no
-    // allocation of its own on the accounting path.)
+    // One call of a store script: EVALSHA, written by sha(wire) (false: out
+    // of memory), and on a NOSCRIPT reply (a restart, SCRIPT FLUSH) the same
+    // call by EVAL, written by eval() ("" out of memory), which loads the
+    // script. answered(err, replies, sent): err is the connection's error,
+    // or why the command could not be written (sent false: nothing reached
+    // the store). now: written at once rather than with the loop's batch.
+    // (A template: the callbacks travel inside the connection's, with no
+    // allocation of their own on the request path.)
+    template <typename Sha, typename Eval, typename Answered>
+    void script_call(const char* no_memory, Sha&& sha, Eval eval, Answered answered, bool now) {
+        wire_.clear();
+        if (!sha(wire_)) return answered(no_memory, {}, false);
+        conn_.exec_encoded(wire_, 1, [this, no_memory, eval = std::move(eval), answered = std::move(answered)](
+                                         const std::string& err, std::vector<RespValue>& replies) mutable {
+            if (!err.empty() || !is_noscript_error(replies[0])) return answered(err, replies, true);
+            const std::string cmd = eval();
+            if (cmd.empty()) return answered(no_memory, {}, false);
+            conn_.exec_encoded(cmd, 1, [answered = std::move(answered)](const std::string& err2,
+                                                                        std::vector<RespValue>& r2) mutable {
+                answered(err2, r2, true);
+            });
+        }, now);
+    }
+
+    // One call of the accounting script, written at once. keep holds what
+    // batch and released view until the call is answered.
     template <typename Answered>
     void account_call(std::shared_ptr<const AccountBatch> batch, const std::vector<Release>& released,
                       std::shared_ptr<const void> keep, std::shared_ptr<const std::string> op, Answered answered) {
-        static const char kNoMemory[] = "out of memory writing the accounting command";
         const std::int64_t ids_ttl = ttl_seconds(Window::Day);
-        wire_.clear();
-        if (!append_account_command(wire_, batch->plain, batch->groups, kMaxStatIds, ids_ttl, *op, kOpTtl, true,
-                                    released)) {
-            return answered(kNoMemory, {}, false);
-        }
-        conn_.exec_encoded(wire_, 1, [this, batch, &released, keep, op, ids_ttl, answered = std::move(answered)](
-                                         const std::string& err, std::vector<RespValue>& replies) mutable {
-            if (!err.empty() || !is_noscript_error(replies[0])) return answered(err, replies, true);
-            const std::string eval =
-                account_command(batch->plain, batch->groups, kMaxStatIds, ids_ttl, *op, kOpTtl, false, released);
-            if (eval.empty()) return answered(kNoMemory, {}, false);
-            conn_.exec_encoded(eval, 1, [keep, answered = std::move(answered)](const std::string& err2,
-                                                                               std::vector<RespValue>& r2) mutable {
-                answered(err2, r2, true);
-            });
-        }, true);
+        script_call(
+            kNoMemoryAccount,
+            [&](std::string& wire) {
+                return append_account_command(wire, batch->plain, batch->groups, kMaxStatIds, ids_ttl, *op, kOpTtl,
+                                              true, released);
+            },
+            [batch, &released, op, ids_ttl] {
+                return account_command(batch->plain, batch->groups, kMaxStatIds, ids_ttl, *op, kOpTtl, false, released);
+            },
+            [keep, answered = std::move(answered)](const std::string& err, const std::vector<RespValue>& replies,
+                                                   bool sent) mutable { answered(err, replies, sent); },
+            true);
     }
 
     void finish_admit(const RespValue& v, const PlanPtr& plan, const ReserveAmounts& amounts, const Ticket& ticket,
