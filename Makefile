@@ -48,15 +48,22 @@ deps:
 SRC_LIST := $(CORE_SRCS) $(NGX_SRCS)
 $(shell mkdir -p $(BUILD); echo '$(SRC_LIST)' | cmp -s - $(BUILD)/sources.list || echo '$(SRC_LIST)' > $(BUILD)/sources.list)
 
-$(NGX_BUILD)/Makefile: config $(wildcard $(CONF_FLAGS_FILE)) $(BUILD)/sources.list
+# The configured tree is stood for by objs/Makefile, which configure writes
+# (Debian's nginx-dev tree has no top-level Makefile to write). After it, the
+# module's objects depend on the headers each one includes (gcc -MMD, listed in
+# objs/addon/*/*.d), so a second make does nothing and a changed file rebuilds
+# only the objects that include it.
+NGX_MAKEFILE := $(NGX_BUILD)/objs/Makefile
+$(NGX_MAKEFILE): config $(wildcard $(CONF_FLAGS_FILE)) $(BUILD)/sources.list
 	@rm -rf $(NGX_BUILD) && mkdir -p $(NGX_BUILD)
 	@cp -a $(NGINX_SRC)/. $(NGX_BUILD)/
 	@cd $(NGX_BUILD) && if [ -f conf_flags ]; then . ./conf_flags; else NGX_CONF_FLAGS=(--with-compat --with-http_ssl_module); fi; \
 	  CONFIGURE=./configure; [ -x ./configure ] || CONFIGURE=auto/configure; \
 	  $$CONFIGURE "$${NGX_CONF_FLAGS[@]}" --with-cc-opt="$(NGX_CC_OPT)" --with-ld-opt="$(NGX_LD_OPT)" \
 	     --add-dynamic-module=$(CURDIR) > configure.log 2>&1 || { tail -30 configure.log; exit 1; }
+	@printf '\n-include $$(wildcard objs/addon/*/*.d)\n' >> $@
 
-$(MODULE): $(NGX_BUILD)/Makefile $(CORE_SRCS) $(CORE_HDRS) $(NGX_SRCS) $(NGX_HDRS) $(UI_FILES)
+$(MODULE): $(NGX_MAKEFILE) $(CORE_SRCS) $(CORE_HDRS) $(NGX_SRCS) $(NGX_HDRS) $(UI_FILES)
 	@# nginx's Makefile does not know the files .incbin reads: a changed one rebuilds their object
 	@o=$(NGX_BUILD)/$(UI_OBJ); if [ -f $$o ] && [ -n "$$(find $(UI_FILES) -newer $$o)" ]; then rm -f $$o; fi
 	$(MAKE) -C $(NGX_BUILD) -f objs/Makefile -j$$(nproc) modules
@@ -69,13 +76,12 @@ module: $(MODULE)
 UNIT_BIN  := $(BUILD)/unit_tests
 UNIT_OBJS := $(patsubst %.cpp,$(BUILD)/obj/%.o,$(CORE_SRCS) $(UNIT_SRCS))
 
-$(BUILD)/obj/%.o: %.cpp $(CORE_HDRS)
+# Each object depends on the headers it includes (-MMD: $(BUILD)/obj/**/*.d).
+$(BUILD)/obj/%.o: %.cpp
 	@mkdir -p $(dir $@)
-	$(CXX) $(CXXFLAGS) $(UI_DEF) -Isrc -c -o $@ $<
+	$(CXX) $(CXXFLAGS) -MMD -MP $(UI_DEF) -Isrc -c -o $@ $<
 
-$(BUILD)/obj/t/unit/%.o: t/unit/%.cpp $(CORE_HDRS) $(UNIT_HDRS)
-	@mkdir -p $(dir $@)
-	$(CXX) $(CXXFLAGS) $(UI_DEF) -Isrc -c -o $@ $<
+-include $(UNIT_OBJS:.o=.d)
 
 $(BUILD)/obj/src/core/admin/ui_assets.o: $(UI_FILES)
 
