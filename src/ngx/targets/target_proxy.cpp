@@ -37,7 +37,9 @@ std::string gateway_base(ngx_http_request_t* r, const RequestCtx& ctx) {
 ngx_int_t answer_card(ngx_http_request_t* r, RequestCtx* ctx, Call& call) {
     if (!call.answered() || call.outcome().end != EndState::Complete || call.upstream_status != NGX_HTTP_OK) {
         if (call.answered() && call.outcome().end != EndState::Cut && call.outcome().end != EndState::Invalid) {
-            return send_body(r, call.upstream_status, call.response_type(), call.captured());
+            ngx_str_t type = pstr(r->pool, call.response_type());
+            if (!redact_value(r, type)) return NGX_ERROR;
+            return send_body(r, call.upstream_status, sv(type), call.captured());
         }
         return answer_chosen(r, ctx);
     }
