@@ -5,7 +5,8 @@
 # occurrence of a configured secret becomes as many '*' as it has bytes, on
 # every route (passthrough, the per-target proxies, native and translated
 # chat, messages, embeddings, images), with the upstream's Content-Length
-# kept where the bytes are relayed.
+# kept where the bytes are relayed. The per-target proxies drop the caller's
+# key= parameter and credential headers as the passthrough does.
 
 use strict;
 use warnings;
@@ -204,6 +205,22 @@ subtest 'native chat: success headers and a Retry-After echoing the key' => sub 
     $r = req(POST => '/v1/chat/completions', body => GwConf::chat_body('gpt-4o-mini'));
     is($r->{status}, 429, 'status');
     is($r->{headers}{'retry-after'}, stars($PKEY{oai}), 'Retry-After relayed, masked');
+};
+
+# ---------------------------------------------------------------- defect 2
+
+subtest 'per-target proxies drop the caller\'s key= and credential headers, as the passthrough does' => sub {
+    my %creds = ('x-api-key' => 'sk-caller-xapi-58', 'x-goog-api-key' => 'sk-caller-goog-58', 'api-key' => 'sk-caller-azure-58');
+    for my $path ('/mcp/tools/messages', '/a2a/helper/tasks', '/passthrough/oai/files') {
+        $mock->reset;
+        my $r = req(GET => "$path?a=1&key=$KEY&b=2", headers => \%creds);
+        ok($r->{status} > 0, "$path: answered");
+        my $rec = $mock->requests->[-1];
+        is($rec->{query}, 'a=1&b=2', "$path: the caller's key= parameter dropped, the rest kept");
+        my $auth = $rec->{headers}{authorization};
+        ok(!defined $auth || index($auth, $KEY) < 0, "$path: no caller Authorization");
+        ok(!exists $rec->{headers}{$_}, "$path: no caller $_") for sort keys %creds;
+    }
 };
 
 $ng->check_logs;

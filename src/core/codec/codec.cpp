@@ -123,6 +123,20 @@ void sniff_usage_fields(std::string_view json, std::int64_t& prompt, std::int64_
     if (model != nullptr && !h.model.empty()) *model = std::move(h.model);
 }
 
+std::string strip_key_param(std::string_view query) {
+    std::string out;
+    while (!query.empty()) {
+        std::size_t amp = query.find('&');
+        std::string_view p = query.substr(0, amp);
+        query.remove_prefix(amp == std::string_view::npos ? query.size() : amp + 1);
+        std::string_view name = p.substr(0, p.find('='));
+        if (name == "key" || p.empty()) continue;
+        if (!out.empty()) out += '&';
+        out.append(p);
+    }
+    return out;
+}
+
 void caller_request_as_sent(const CallerRequest& in, std::string_view query, UpstreamRequest& out) {
     out.method.assign(in.method);
     out.path.assign(in.path);
