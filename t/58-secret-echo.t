@@ -6,7 +6,8 @@
 # every route (passthrough, the per-target proxies, native and translated
 # chat, messages, embeddings, images), with the upstream's Content-Length
 # kept where the bytes are relayed. The per-target proxies drop the caller's
-# key= parameter and credential headers as the passthrough does.
+# key= parameter and credential headers as the passthrough does. A HEAD of
+# an agent card is relayed (status and headers), not read as a card.
 
 use strict;
 use warnings;
@@ -220,6 +221,37 @@ subtest 'per-target proxies drop the caller\'s key= and credential headers, as t
         my $auth = $rec->{headers}{authorization};
         ok(!defined $auth || index($auth, $KEY) < 0, "$path: no caller Authorization");
         ok(!exists $rec->{headers}{$_}, "$path: no caller $_") for sort keys %creds;
+    }
+};
+
+# ---------------------------------------------------------------- defect 3
+
+subtest 'HEAD of an agent card: status and headers relayed, no rewrite' => sub {
+    for my $c (['helper', '/agent/.well-known/agent-card.json', '/.well-known/agent-card.json'],
+               ['oldcard', '/old/.well-known/agent.json', '/.well-known/agent.json']) {
+        my ($agent, $upath, $cpath) = @$c;
+        $mock->reset;
+        my $card = qq({"name":"$agent","url":"http://10.0.0.58:9999/","version":"1"});
+        $mock->script({ match => { method => 'HEAD' }, status => 200, body => $card,
+                        headers => { 'content-type' => 'application/json', 'etag' => '"card-58"' } });
+        my $r = req(HEAD => "/a2a/$agent$cpath");
+        is($r->{status}, 200, "$agent: the agent's status, not 502");
+        is($r->{headers}{'content-type'}, 'application/json', "$agent: its content type");
+        is($r->{headers}{etag}, '"card-58"', "$agent: its headers");
+        is($r->{headers}{'content-length'}, length $card, "$agent: its length (no rewrite)");
+        ok(!defined $r->{headers}{'cache-control'}, "$agent: not the rewritten card's Cache-Control");
+        is($r->{body}, '', "$agent: no body");
+        my $rec = $mock->requests->[-1];
+        is($rec->{method}, 'HEAD', "$agent: the agent got a HEAD");
+        is($rec->{path}, $upath, "$agent: of its card");
+
+        # A GET of the card is still read and rewritten.
+        $mock->reset;
+        $mock->script({ status => 200, body => $card, headers => { 'content-type' => 'application/json' } });
+        $r = req(GET => "/a2a/$agent$cpath");
+        is($r->{status}, 200, "$agent: GET status");
+        is(($r->{json} || {})->{url}, $ng->url("/a2a/$agent/"), "$agent: GET rewrites the card");
+        is($r->{headers}{'cache-control'}, 'no-store', "$agent: GET's Cache-Control");
     }
 };
 
