@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/config/gwconfig.h"
+#include "core/http/redact.h"
 #include "core/mcp/session_token.h"
 #include "core/targets/target.h"
 #include "core/metering/pricing.h"
@@ -51,6 +52,9 @@ struct GatewayState {
     bool has_metrics = false;                       // an llm_gateway_metrics location exists
     TargetTable targets;                            // tool servers and agents
     std::vector<std::unique_ptr<McpEndpoint>> mcp_endpoints;   // one per llm_gateway_mcp location
+    // The credentials the gateway sends upstream (provider keys, tool server
+    // and agent keys): masked in every answer it relays (docs/decisions.md#redaction).
+    SecretSet secrets;
 };
 
 struct MainConf {

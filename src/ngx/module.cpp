@@ -82,6 +82,13 @@ ngx_command_t commands[] = {
 
 ngx_int_t preconfiguration(ngx_conf_t* cf) { return add_variables(cf); }
 
+// Every credential the gateway sends upstream on its own: the providers'
+// keys and the targets' (their subrequests' view of them).
+void collect_secrets(GatewayState& st) {
+    for (const auto& p : st.config.providers()) st.secrets.add(p.key);
+    for (const auto& t : st.targets.all()) st.secrets.add(t.upstream.key);
+}
+
 // What the configuration allows but an operator would want to know:
 // logged at warn when the configuration is built, and kept for the admin
 // overview.
@@ -94,6 +101,9 @@ void collect_warnings(ngx_conf_t* cf, MainConf* mcf) {
     for (const auto& p : st.config.providers()) {
         if (p.key.empty()) {
             st.warnings.push_back("provider \"" + p.name + "\" (" + p.where + ") has no key=: its calls carry no credential");
+        } else if (p.key.size() < kMinRedactedSecret) {
+            st.warnings.push_back("provider \"" + p.name + "\" (" + p.where + ") has a key shorter than " +
+                                  std::to_string(kMinRedactedSecret) + " bytes: it is not redacted from relayed answers");
         }
         if (!budget || mcf->allow_unpriced) continue;
         for (const auto& m : p.models) {
@@ -168,6 +178,7 @@ char* init_main_conf(ngx_conf_t* cf, void* conf) {
             return static_cast<char*>(NGX_CONF_ERROR);
         }
         mcf->state->directory = std::make_shared<Directory>(mcf->state->config.inline_directory());
+        collect_secrets(*mcf->state);
         if (!mcf->state->users_file.empty()) {
             err = load_users_file_at_start(*mcf->state);
             if (!err.empty()) {

@@ -123,6 +123,20 @@ void sniff_usage_fields(std::string_view json, std::int64_t& prompt, std::int64_
     if (model != nullptr && !h.model.empty()) *model = std::move(h.model);
 }
 
+std::string strip_key_param(std::string_view query) {
+    std::string out;
+    while (!query.empty()) {
+        std::size_t amp = query.find('&');
+        std::string_view p = query.substr(0, amp);
+        query.remove_prefix(amp == std::string_view::npos ? query.size() : amp + 1);
+        std::string_view name = p.substr(0, p.find('='));
+        if (name == "key" || p.empty()) continue;
+        if (!out.empty()) out += '&';
+        out.append(p);
+    }
+    return out;
+}
+
 void caller_request_as_sent(const CallerRequest& in, std::string_view query, UpstreamRequest& out) {
     out.method.assign(in.method);
     out.path.assign(in.path);
@@ -163,8 +177,21 @@ BodyMode Codec::head(int status, std::string_view content_type) {
     return mode_;
 }
 
+void Codec::redact(const SecretSet* secrets) {
+    redactor_ = secrets != nullptr && !secrets->empty() ? std::make_unique<StreamRedactor>(*secrets) : nullptr;
+}
+
 void Codec::feed(std::string_view bytes, std::string& out) {
     if (res_.end == EndState::Stopped) return;
+    if (redactor_ != nullptr) {
+        bytes = redactor_->pass(bytes, false);
+        res_.redacted = redactor_->redacted();
+        if (bytes.empty()) return;
+    }
+    take(bytes, out);
+}
+
+void Codec::take(std::string_view bytes, std::string& out) {
     switch (mode_) {
     case BodyMode::Stream:
         if (spilled_) {
@@ -233,12 +260,22 @@ void Codec::invalid(std::string_view why, std::string& out) {
 
 void Codec::stop(std::string_view message, std::string_view type, std::string_view code, std::string& out) {
     if (res_.end != EndState::Open) return;
+    if (redactor_ != nullptr) redactor_->drop();   // the stream ends here: held bytes never go
     res_.end = EndState::Stopped;
     out += error_event(message, type, code);
 }
 
 void Codec::finish(BodyEnd how, std::string& out) {
     if (res_.end != EndState::Open) return;
+    if (redactor_ != nullptr && headed_ && redactor_->held() > 0) {   // the bytes held back, last
+        std::string_view tail = redactor_->pass({}, true);
+        if (!tail.empty()) take(tail, out);
+    }
+    if (redactor_ != nullptr) res_.redacted = redactor_->redacted();
+    settle(how, out);
+}
+
+void Codec::settle(BodyEnd how, std::string& out) {
     if (!headed_) {
         invalid("no response", out);
         return;

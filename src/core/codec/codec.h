@@ -15,6 +15,7 @@
 #include "core/codec/openai.h"
 #include "core/config/provider.h"
 #include "core/http/multipart.h"
+#include "core/http/redact.h"
 
 namespace llmgw {
 
@@ -88,6 +89,7 @@ struct CodecResult {
     std::string text;            // scrubbed text for the log (errors)
     Usage usage;
     std::string model;           // the model the answer names (passthrough; "" unknown)
+    std::size_t redacted = 0;    // occurrences of configured secrets masked in the answer (redact())
     // Bytes of completion text a streamed answer carried so far (content,
     // reasoning, refusals, tool-call arguments): what an estimate of its
     // output counts when the provider never reports usage.
@@ -121,6 +123,11 @@ public:
     // A status outside 200..599 (1xx included: nginx 1.22 relays none) is
     // Invalid; a negative status means the answer had no HTTP status line.
     BodyMode head(int status, std::string_view content_type);
+    // The configured secrets (the gateway's credentials upstream) are
+    // masked in the upstream's bytes before anything reads them, so neither
+    // the client's bytes nor result().text hold one (docs/decisions.md#redaction).
+    // Set before the answer arrives; nullptr or an empty set: nothing to do.
+    void redact(const SecretSet* secrets);
     // Appends client bytes for Stream mode (nothing otherwise). A Whole
     // answer over whole_limit turns into Stream mode: out then holds what was
     // buffered, and the shell must send the head first (spilled() is true).
@@ -182,6 +189,10 @@ protected:
     std::string problem_;
 
 private:
+    void take(std::string_view bytes, std::string& out);
+    void settle(BodyEnd how, std::string& out);
+
+    std::unique_ptr<StreamRedactor> redactor_;
     BodyMode mode_ = BodyMode::Invalid;
     bool headed_ = false;
     bool spilled_ = false;

@@ -2,6 +2,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <string_view>
 
 #include "core/codec/codec.h"
@@ -21,6 +22,11 @@ std::unique_ptr<Codec> make_translating_codec(CodecKind api, const CodecOptions&
 std::unique_ptr<Codec> make_anthropic_native_codec(const CodecOptions& opt);
 // /v1/embeddings to a Gemini provider (embedContent / batchEmbedContents).
 std::unique_ptr<Codec> make_gemini_embed_codec(const CodecOptions& opt);
+
+// The query without any "key" parameter (and without empty parameters):
+// Gemini's clients may send the caller's key there, and it must not reach a
+// provider, a tool server or an agent.
+std::string strip_key_param(std::string_view query);
 
 // The caller's request as it came (passthrough, relay): method, path, the
 // query given, Content-Type, and the caller's body unchanged.

@@ -14,22 +14,6 @@ namespace {
 
 constexpr std::size_t kSniffLimit = 4 << 20;   // JSON bytes kept to read usage from
 
-// The query without any "key" parameter: Gemini's clients may send the
-// caller's key there, and it must not reach the provider.
-std::string strip_key_param(std::string_view query) {
-    std::string out;
-    while (!query.empty()) {
-        std::size_t amp = query.find('&');
-        std::string_view p = query.substr(0, amp);
-        query.remove_prefix(amp == std::string_view::npos ? query.size() : amp + 1);
-        std::string_view name = p.substr(0, p.find('='));
-        if (name == "key" || p.empty()) continue;
-        if (!out.empty()) out += '&';
-        out.append(p);
-    }
-    return out;
-}
-
 class PassthroughCodec final : public Codec {
 public:
     explicit PassthroughCodec(const CodecOptions& o) : Codec(o), sse_(o.max_event_bytes) {}

@@ -1,9 +1,9 @@
 // The relay codec: tool servers and agents (per-target proxies and the
 // federated /mcp endpoint's backend calls). The caller's method, path, query
-// and body go to the target's location, or the gateway's own request when it
-// makes one; the status, headers and bytes come back unchanged and as they
-// arrive, error statuses included. Nothing is read from them: a target is
-// counted by its requests only.
+// (minus a key= parameter) and body go to the target's location, or the
+// gateway's own request when it makes one; the status, headers and bytes
+// come back unchanged and as they arrive, error statuses included. Nothing
+// is read from them: a target is counted by its requests only.
 #include "core/codec/codec_impl.h"
 
 namespace llmgw {
@@ -16,7 +16,7 @@ public:
     CodecKind kind() const override { return CodecKind::Relay; }
 
     bool build_request(const CallerRequest& in, UpstreamRequest& out, std::string&) const override {
-        caller_request_as_sent(in, in.query, out);
+        caller_request_as_sent(in, strip_key_param(in.query), out);   // as the passthrough: no caller key=
         for (const auto& h : in.headers) out.headers.push_back(h);
         out.bare_headers = in.own_request;
         return true;

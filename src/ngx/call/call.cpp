@@ -164,7 +164,22 @@ ngx_chain_t* body_chain(ngx_pool_t* pool, const CallerRequest& in, const Upstrea
 Call::Call(RequestCtx* r, const ProviderConf* p, std::unique_ptr<Codec> c, unsigned n, Mode m)
     : req(r), provider(p), codec(std::move(c)), attempt(n), mode(m) {}
 
+bool redact_value(ngx_http_request_t* r, ngx_str_t& value) {
+    const SecretSet& secrets = main_conf(r)->state->secrets;
+    if (secrets.empty() || !secrets.contains(sv(value))) return true;
+    ngx_str_t copy = pstr(r->pool, sv(value));
+    if (copy.data == nullptr) return false;
+    std::size_t n = secrets.mask(reinterpret_cast<char*>(copy.data), copy.len);
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "llm_gateway: %uz occurrence(s) of a configured secret redacted from an upstream header", n);
+    value = copy;
+    return true;
+}
+
 ngx_int_t Call::start(ngx_http_request_t* r, const CallerRequest& in, std::string* refusal) {
+    // Before anything of the answer is read: the gateway's credentials
+    // upstream never reach the client, a log line or an event.
+    codec->redact(&main_conf(r)->state->secrets);
     UpstreamRequest up;
     std::string err;
     if (!codec->build_request(in, up, err)) {
@@ -354,6 +369,11 @@ ngx_int_t Call::on_done(ngx_int_t rc) {
         BodyEnd how = saw_end_ ? BodyEnd::Clean : rc == NGX_ERROR ? BodyEnd::Invalid : BodyEnd::Cut;
         codec->finish(how, pending_);
         deliver(pending_);
+        if (const std::size_t n = codec->result().redacted; n > 0) {
+            ngx_log_error(NGX_LOG_INFO, sr->connection->log, 0,
+                          "llm_gateway: %uz occurrence(s) of a configured secret redacted from the answer of \"%s\"", n,
+                          log_value(provider->name).c_str());
+        }
     } else if (rc != NGX_HTTP_GATEWAY_TIME_OUT && sr->upstream != nullptr && sr->upstream->state != nullptr &&
                sr->upstream->state->bytes_received > 0) {
         garbled_head_ = true;   // bytes came, but never a complete response header

@@ -107,6 +107,11 @@ ngx_int_t request_on_stream_bytes(Call& call, std::string_view bytes);
 // exception is logged, never passed on to nginx.
 void end_chosen_call(ngx_event_t* ev, void (*before)(ngx_http_request_t* r, RequestCtx* ctx));
 
+// A value of an upstream's answer (a header's, its content type) as the
+// client may see it: the configured secrets masked, in a copy in r's pool
+// when one was found (docs/decisions.md#redaction). false: out of memory.
+bool redact_value(ngx_http_request_t* r, ngx_str_t& value);
+
 // sr->ctx of a provider subrequest.
 struct SubCtx {
     Call* call;

@@ -28,8 +28,9 @@ ngx_http_output_body_filter_pt next_body_filter;
 
 // A provider's rate-limit headers describe the operator's account, never the
 // caller's: they are not relayed (a tool server's or agent's are, as the
-// rest of its answer).
-void copy_upstream_headers(ngx_http_request_t* sr, ngx_http_request_t* r, bool sse, bool from_provider) {
+// rest of its answer). A configured secret in a value is masked.
+bool copy_upstream_headers(ngx_http_request_t* sr, ngx_http_request_t* r, bool sse, bool from_provider) {
+    bool ok = true;
     static const std::string_view skip[] = {"content-length", "transfer-encoding", "connection", "keep-alive",
                                             "content-type",   "content-encoding",  "server",     "date",
                                             "upgrade",        "proxy-connection",  "te",         "trailer"};
@@ -41,21 +42,23 @@ void copy_upstream_headers(ngx_http_request_t* sr, ngx_http_request_t* r, bool s
         if (from_provider && is_provider_rate_limit_header(sv(h.key))) return true;
         if (sse && header_name_is(h.key, "cache-control")) return true;   // the gateway sets its own
         auto* copy = static_cast<ngx_table_elt_t*>(ngx_list_push(&r->headers_out.headers));
-        if (copy == nullptr) return false;
+        if (copy == nullptr) return ok = false;
         *copy = h;
-        return true;
+        return ok = redact_value(r, copy->value);
     });
+    return ok;
 }
 
 // The client's head for a successful answer of the call: its status, its
 // content type and its end-to-end headers.
-void set_head(ngx_http_request_t* r, Call& call, bool sse) {
+bool set_head(ngx_http_request_t* r, Call& call, bool sse) {
     ngx_http_request_t* sr = call.sr;
     r->headers_out.status = call.upstream_status;
     r->headers_out.content_type = sr->headers_out.content_type;
+    if (!redact_value(r, r->headers_out.content_type)) return false;   // the same length
     r->headers_out.content_type_len = sr->headers_out.content_type_len;
     r->headers_out.content_type_lowcase = nullptr;
-    copy_upstream_headers(sr, r, sse, call.codec->kind() != CodecKind::Relay);
+    return copy_upstream_headers(sr, r, sse, call.codec->kind() != CodecKind::Relay);
 }
 
 // The end of the client's response, after what was sent already.
@@ -72,7 +75,7 @@ ngx_int_t answer_whole(ngx_http_request_t* r, RequestCtx* ctx, Call& call) {
     const CodecResult& res = call.outcome();
     switch (res.end) {
     case EndState::Complete: {
-        set_head(r, call, false);
+        if (!set_head(r, call, false)) return NGX_ERROR;
         if (!res.content_type.empty()) {   // a translated answer: the codec's type, not the provider's
             r->headers_out.content_type.data = reinterpret_cast<u_char*>(const_cast<char*>(res.content_type.data()));
             r->headers_out.content_type.len = res.content_type.size();
@@ -88,7 +91,11 @@ ngx_int_t answer_whole(ngx_http_request_t* r, RequestCtx* ctx, Call& call) {
     case EndState::UpstreamError:
         ngx_log_error(NGX_LOG_WARN, r->connection->log, 0, "llm_gateway: provider \"%s\" returned status %ui: %s",
                       provider_name(call).c_str(), call.upstream_status, log_text(res.text).c_str());
-        if (!call.retry_after.empty() && add_header(r, "Retry-After", call.retry_after) != NGX_OK) return NGX_ERROR;
+        if (!call.retry_after.empty()) {
+            std::string value = call.retry_after;
+            main_conf(r)->state->secrets.mask(value);
+            if (add_header(r, "Retry-After", value) != NGX_OK) return NGX_ERROR;
+        }
         return send_body(r, static_cast<ngx_uint_t>(res.status), res.content_type, call.pending());
     case EndState::Invalid:
         ngx_log_error(NGX_LOG_WARN, r->connection->log, 0, "llm_gateway: provider \"%s\" sent an invalid response: %s",
@@ -511,7 +518,7 @@ ngx_int_t request_on_stream_head(Call& call) {
     if (&call != ctx->chosen || call.mode != Call::Mode::Relay || ctx->head_sent) return NGX_OK;
     ngx_http_request_t* r = call.sr->main;
     const bool sse = call.codec->event_stream();
-    set_head(r, call, sse);
+    if (!set_head(r, call, sse)) return NGX_ERROR;
     // Bytes relayed unchanged keep their length (no chunked framing: the
     // head and a small body leave in one write); anything else is framed.
     r->headers_out.content_length_n = call.codec->relays_bytes() ? call.sr->headers_out.content_length_n : -1;

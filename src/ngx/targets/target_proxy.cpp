@@ -2,8 +2,8 @@
 // agent's location with the caller's method, path, query and body (its
 // credentials stripped), the answer relayed as it arrives; the target's
 // request counted; a 429, a 5xx or no answer recorded in the failure feed.
-// An agent card fetched through the gateway is read whole and its service
-// URLs rewritten to the gateway's own path.
+// An agent card fetched (GET) through the gateway is read whole and its
+// service URLs rewritten to the gateway's own path.
 #include "core/targets/agent_card.h"
 #include "ngx/call/call.h"
 #include "ngx/http/request_events.h"
@@ -12,8 +12,10 @@
 namespace llmgw {
 namespace {
 
+// A GET of the agent's card. A HEAD of it is relayed as any other request
+// (status and headers, no body to rewrite).
 bool is_card_request(ngx_http_request_t* r, const RequestCtx& ctx) {
-    return ctx.target->kind == TargetKind::Agent && (r->method & (NGX_HTTP_GET | NGX_HTTP_HEAD)) &&
+    return ctx.target->kind == TargetKind::Agent && r->method == NGX_HTTP_GET &&
            ctx.passthrough_path == ctx.target->card_path;
 }
 
@@ -37,7 +39,9 @@ std::string gateway_base(ngx_http_request_t* r, const RequestCtx& ctx) {
 ngx_int_t answer_card(ngx_http_request_t* r, RequestCtx* ctx, Call& call) {
     if (!call.answered() || call.outcome().end != EndState::Complete || call.upstream_status != NGX_HTTP_OK) {
         if (call.answered() && call.outcome().end != EndState::Cut && call.outcome().end != EndState::Invalid) {
-            return send_body(r, call.upstream_status, call.response_type(), call.captured());
+            ngx_str_t type = pstr(r->pool, call.response_type());
+            if (!redact_value(r, type)) return NGX_ERROR;
+            return send_body(r, call.upstream_status, sv(type), call.captured());
         }
         return answer_chosen(r, ctx);
     }
@@ -79,6 +83,8 @@ ngx_int_t start_target_call(ngx_http_request_t* r, RequestCtx* ctx) {
     std::unique_ptr<Codec> codec = make_codec(CodecKind::Relay, CodecOptions{});
     if (codec == nullptr) return NGX_HTTP_INTERNAL_SERVER_ERROR;
     const Call::Mode mode = is_card_request(r, *ctx) ? Call::Mode::Capture : Call::Mode::Relay;
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0, "llm_gateway: target \"%s\": %s", log_value(t.name).c_str(),
+                   mode == Call::Mode::Capture ? "agent card fetch, read whole to rewrite" : "relayed as it arrives");
     ctx->calls.emplace_back(new Call(ctx, &t.upstream, std::move(codec), 1, mode));
     Call& call = *ctx->calls.back();
     CallerRequest in;
