@@ -35,6 +35,12 @@ std::string gateway_base(ngx_http_request_t* r, const RequestCtx& ctx) {
 }
 
 ngx_int_t answer_card(ngx_http_request_t* r, RequestCtx* ctx, Call& call) {
+    if (call.overflowed() != Call::Overflow::None) {   // its reading stopped at the bound
+        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0, "llm_gateway: agent \"%s\": the agent card is larger than 1 MiB",
+                      log_value(ctx->target->name).c_str());
+        return send_error(r, NGX_HTTP_BAD_GATEWAY, "the agent sent an invalid agent card", "upstream_error",
+                          "invalid_agent_card");
+    }
     if (!call.answered() || call.outcome().end != EndState::Complete || call.upstream_status != NGX_HTTP_OK) {
         if (call.answered() && call.outcome().end != EndState::Cut && call.outcome().end != EndState::Invalid) {
             return send_body(r, call.upstream_status, call.response_type(), call.captured());
@@ -81,6 +87,7 @@ ngx_int_t start_target_call(ngx_http_request_t* r, RequestCtx* ctx) {
     const Call::Mode mode = is_card_request(r, *ctx) ? Call::Mode::Capture : Call::Mode::Relay;
     ctx->calls.emplace_back(new Call(ctx, &t.upstream, std::move(codec), 1, mode));
     Call& call = *ctx->calls.back();
+    call.capture_limit = kMaxAgentCardBytes;   // Capture: a card is read up to its bound, no further
     CallerRequest in;
     in.body = ctx->body;
     in.method = sv(r->method_name);
