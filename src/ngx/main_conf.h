@@ -34,6 +34,8 @@ struct McpEndpoint {
     ngx_msec_t list_timeout = 20000;  // a backend call of tools/list
     ngx_msec_t call_timeout = 120000; // a backend call of tools/call (and the rest)
     ngx_msec_t session_ttl = 86400000;   // how long a session id is honoured
+    std::size_t max_response = 4 * 1024 * 1024;   // the body bytes one backend call may read
+    std::size_t max_total = 8 * 1024 * 1024;      // the body bytes all backend calls of a request may read
 };
 
 // Everything C++ the main conf owns; lives in cf->pool, destroyed by a pool

@@ -44,7 +44,8 @@ struct DiscoveryRun {
     ModelWalk walk;
     Call* call = nullptr;
     bool failed = false;
-    std::string why;   // failed: a scrubbed reason for the log
+    std::string why;          // failed: a scrubbed reason for the log
+    ngx_msec_t deadline = 0;  // the walk's end (discover_timeout=), ngx_current_msec
 };
 
 // Per-request state. Placement-new'd into pool cleanup storage (its

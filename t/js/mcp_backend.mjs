@@ -41,6 +41,12 @@
 //                result nor error); notifications -> 202, no body.
 //              "fail-once": the first tools/list -> 503 {"error":"unavailable"},
 //                later ones normal.
+//              "big-pages": not an SDK server: tools/list answers (JSON)
+//                page k (cursor "p<k>", the first without one) with one
+//                tool "<MCP_NAME>_t<k>" whose description is MCP_PAGE_BYTES
+//                (default 1048576) bytes of "x", and nextCursor "p<k+1>"
+//                while k + 1 < MCP_PAGES (default 4); other requests ->
+//                JSON-RPC error -32601; notifications -> 202.
 //
 // The SDK server transport answers 406 to a POST whose Accept lacks either
 // application/json or text/event-stream (GET: lacks text/event-stream), and
@@ -78,12 +84,14 @@ const JSON_REPLIES = process.env.MCP_JSON === '1';
 const TOOLS = (process.env.MCP_TOOLS || 'echo').split(',').map((s) => s.trim()).filter(Boolean);
 const MCP_PATH = process.env.MCP_PATH || '/mcp';
 const FAULT = process.env.MCP_FAULT || '';
+const PAGES = Number(process.env.MCP_PAGES || 4);
+const PAGE_BYTES = Number(process.env.MCP_PAGE_BYTES || 1048576);
 
 if (MODE !== 'stateless' && MODE !== 'session') {
   process.stderr.write(`mcp_backend: MCP_MODE must be "stateless" or "session", not "${MODE}"\n`);
   process.exit(2);
 }
-if (!['', 'hang', '500', 'bad', 'fail-once'].includes(FAULT)) {
+if (!['', 'hang', '500', 'bad', 'fail-once', 'big-pages'].includes(FAULT)) {
   process.stderr.write(`mcp_backend: unknown MCP_FAULT "${FAULT}"\n`);
   process.exit(2);
 }
@@ -183,6 +191,21 @@ async function handleSession(req, res, parsed) {
   return sendJson(res, 400, rpcError(-32000, 'Bad Request: Mcp-Session-Id header is required'));
 }
 
+// MCP_FAULT=big-pages: one page of a large paginated tools/list.
+function bigPage(req, res, rec) {
+  if (req.method !== 'POST') return sendJson(res, 405, rpcError(-32000, 'Method not allowed.'));
+  const m = rec.json;
+  if (!m || typeof m !== 'object' || Array.isArray(m) || m.id === undefined) { res.writeHead(202); return res.end(); }
+  if (m.method !== 'tools/list') {
+    return sendJson(res, 200, { jsonrpc: '2.0', id: m.id, error: { code: -32601, message: 'Method not found' } });
+  }
+  const cursor = m.params && typeof m.params.cursor === 'string' ? m.params.cursor : '';
+  const k = cursor.startsWith('p') ? Number(cursor.slice(1)) : 0;
+  const result = { tools: [{ name: `${NAME}_t${k}`, description: 'x'.repeat(PAGE_BYTES), inputSchema: { type: 'object' } }] };
+  if (k + 1 < PAGES) result.nextCursor = `p${k + 1}`;
+  return sendJson(res, 200, { jsonrpc: '2.0', id: m.id, result });
+}
+
 async function handleMcp(req, res, rec) {
   if (FAULT === 'hang') return; // never answer; the socket stays open
   if (FAULT === '500') return sendJson(res, 500, { error: 'boom' });
@@ -192,6 +215,7 @@ async function handleMcp(req, res, rec) {
     if (!reqs.length) { res.writeHead(202); return res.end(); }
     return sendJson(res, 200, { jsonrpc: '2.0', id: reqs[0].id });
   }
+  if (FAULT === 'big-pages') return bigPage(req, res, rec);
   if (FAULT === 'fail-once' && !failOnceDone && rec.json !== null
       && messagesOf(rec.json).some((m) => m && m.method === 'tools/list')) {
     failOnceDone = true;

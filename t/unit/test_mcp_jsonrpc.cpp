@@ -101,6 +101,39 @@ TEST(McpRpc, BackendReplyJson) {
     EXPECT_EQ(read_backend_reply("application/json", R"({"jsonrpc":"2.0","id":"g1","result":5})", "\"g1\"").kind, BackendReply::Kind::Neither);
 }
 
+// A reply answers a request only with its id's type and value: the string
+// "7" does not answer the request 7, nor 7 the request "7".
+TEST(McpRpc, BackendReplyIdIsTyped) {
+    const auto kind = [](std::string_view body, std::string_view want) {
+        return read_backend_reply("application/json", body, want).kind;
+    };
+    const std::string_view str7 = R"({"jsonrpc":"2.0","id":"7","result":{}})";
+    const std::string_view num7 = R"({"jsonrpc":"2.0","id":7,"result":{}})";
+    EXPECT_EQ(kind(num7, "7"), BackendReply::Kind::Result);
+    EXPECT_EQ(kind(str7, "7"), BackendReply::Kind::Neither);
+    EXPECT_EQ(kind(str7, "\"7\""), BackendReply::Kind::Result);
+    EXPECT_EQ(kind(num7, "\"7\""), BackendReply::Kind::Neither);
+    BackendReply r = read_backend_reply("application/json", str7, "7");
+    EXPECT_EQ(r.why, "the reply answers another request");
+    // Numbers that are not integers are no ids; equal strings however written are.
+    EXPECT_EQ(kind(R"({"jsonrpc":"2.0","id":7.0,"result":{}})", "7"), BackendReply::Kind::Neither);
+    EXPECT_EQ(kind(R"({"jsonrpc":"2.0","id":7e0,"result":{}})", "7"), BackendReply::Kind::Neither);
+    EXPECT_EQ(kind(R"({"jsonrpc":"2.0","id":"g\u0031","result":{}})", "\"g1\""), BackendReply::Kind::Result);
+    EXPECT_EQ(kind(R"({"jsonrpc":"2.0","id":"g1","result":{}})", "\"g\\u0031\""), BackendReply::Kind::Result);
+    EXPECT_EQ(kind(R"({"jsonrpc":"2.0","id":18446744073709551615,"result":{}})", "18446744073709551615"),
+              BackendReply::Kind::Result);
+    EXPECT_EQ(kind(R"({"jsonrpc":"2.0","id":-7,"result":{}})", "7"), BackendReply::Kind::Neither);
+    EXPECT_EQ(kind(R"({"jsonrpc":"2.0","id":null,"result":{}})", "null"), BackendReply::Kind::Neither);
+    EXPECT_EQ(kind(R"({"jsonrpc":"2.0","id":["7"],"result":{}})", "7"), BackendReply::Kind::Neither);
+    // In a stream, the event with the string id is skipped; the one with the number answers.
+    BackendReply s = read_backend_reply("text/event-stream",
+                                        "data: {\"jsonrpc\":\"2.0\",\"id\":\"7\",\"result\":{\"n\":1}}\n\n"
+                                        "data: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"n\":2}}\n\n",
+                                        "7");
+    ASSERT_EQ(s.kind, BackendReply::Kind::Result) << s.why;
+    EXPECT_EQ(s.json, R"({"n":2})");
+}
+
 TEST(McpRpc, BackendReplySse) {
     // Notifications before the response are skipped; CRLF line ends; a last event without its blank line.
     std::string sse = "event: message\r\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"}\r\n\r\n"

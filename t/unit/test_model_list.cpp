@@ -87,6 +87,47 @@ TEST(ModelList, WalkStopsOnRepeatsAndBounds) {
     EXPECT_FALSE(bad.feed("nope", err));
 }
 
+// The walk's byte bounds: each page's limit is the page bound or what is
+// left of the total; a page past it fails the walk, naming the bound.
+TEST(ModelList, WalkByteBounds) {
+    auto page = [](int i, std::size_t pad) {
+        return R"({"data":[{"id":"m)" + std::to_string(i) + R"(","pad":")" + std::string(pad, 'x') +
+               R"("}],"has_more":true})";
+    };
+    std::string err;
+    ModelWalk w(ProviderType::OpenAI, WalkBounds{100, 250});
+    EXPECT_EQ(w.next_page_limit(), 100u);
+    const std::string p1 = page(1, 40);
+    ASSERT_LE(p1.size(), 100u);
+    ASSERT_TRUE(w.feed(p1, err)) << err;
+    EXPECT_EQ(w.bytes(), p1.size());
+    EXPECT_EQ(w.next_page_limit(), 100u);
+    ASSERT_TRUE(w.feed(page(2, 40), err)) << err;
+    EXPECT_EQ(w.next_page_limit(), 250u - 2 * p1.size());   // the total binds now
+    EXPECT_FALSE(w.feed(page(3, 40), err));
+    EXPECT_EQ(err, "the pages are larger together than discover_max_total (250 bytes) at page 3");
+    w.overflow(err);
+    EXPECT_EQ(err, "the pages are larger together than discover_max_total (250 bytes) at page 3");
+    EXPECT_EQ(w.pages(), 2u);
+
+    ModelWalk big(ProviderType::OpenAI, WalkBounds{100, 1000});
+    EXPECT_FALSE(big.feed(page(1, 100), err));
+    EXPECT_EQ(err, "page 1 is larger than discover_max_page (100 bytes)");
+    EXPECT_EQ(big.bytes(), 0u);
+    big.overflow(err);
+    EXPECT_EQ(err, "page 1 is larger than discover_max_page (100 bytes)");
+
+    // The defaults: 4 MiB a page, 16 MiB in all.
+    ModelWalk d(ProviderType::Gemini);
+    EXPECT_EQ(d.next_page_limit(), kDiscoveryMaxPageBytes);
+    EXPECT_EQ(kDiscoveryMaxPageBytes, 4u << 20);
+    EXPECT_EQ(kDiscoveryMaxTotalBytes, 16u << 20);
+    // A total exactly used up: the next page may have no byte.
+    ModelWalk exact(ProviderType::OpenAI, WalkBounds{100, p1.size()});
+    ASSERT_TRUE(exact.feed(p1, err)) << err;
+    EXPECT_EQ(exact.next_page_limit(), 0u);
+}
+
 TEST(ModelList, ListingRule) {
     GatewayConfig c;
     ProviderConf a;

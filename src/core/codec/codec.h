@@ -206,8 +206,10 @@ std::unique_ptr<Codec> make_codec(CodecKind kind, const CodecOptions& opt);
 bool codec_serves(CodecKind kind, ProviderType provider);
 
 // The codec of one model list page (discovery): GET path below the
-// provider's location with its credential; the body is kept whole.
-std::unique_ptr<Codec> make_model_list_codec(ProviderType type, std::string path);
+// provider's location with its credential; the body is kept whole, up to
+// whole_limit bytes (the page bound the shell reads to).
+std::unique_ptr<Codec> make_model_list_codec(ProviderType type, std::string path,
+                                             std::size_t whole_limit = 8 * 1024 * 1024);
 
 const char* codec_kind_name(CodecKind kind);
 

@@ -34,10 +34,10 @@ private:
 
 }  // namespace
 
-std::unique_ptr<Codec> make_model_list_codec(ProviderType type, std::string path) {
+std::unique_ptr<Codec> make_model_list_codec(ProviderType type, std::string path, std::size_t whole_limit) {
     CodecOptions o;
     o.provider = type;
-    o.whole_limit = 8 * 1024 * 1024;
+    o.whole_limit = whole_limit;
     return std::make_unique<ModelListCodec>(type, std::move(path), o);
 }
 

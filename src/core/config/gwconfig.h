@@ -13,6 +13,7 @@
 #include "core/config/digest.h"
 #include "core/metering/limits.h"
 #include "core/config/provider.h"
+#include "core/discovery/model_list.h"
 
 namespace llmgw {
 
@@ -25,6 +26,10 @@ struct ProviderConf {
     std::vector<std::string> models;
     bool is_default = false;
     std::int64_t discover_ms = 0; // discover=: refresh interval of its model list (0: no discovery)
+    // discover_max_page=, discover_max_total=, discover_timeout=: what one
+    // refresh may read, and how long it may take.
+    WalkBounds discover_bounds;
+    std::int64_t discover_timeout_ms = kDiscoveryTimeoutMs;
     std::vector<std::string> groups;   // groups=: the groups that may use it (restricted only)
     bool restricted = false;           // false: every group may
     std::string where;            // "file:line" of the directive

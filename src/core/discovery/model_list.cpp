@@ -128,7 +128,25 @@ bool parse_model_page(ProviderType type, std::string_view body, ModelPage& out, 
     }
 }
 
+std::size_t ModelWalk::next_page_limit() const {
+    const std::size_t left = bytes_ < bounds_.max_total ? bounds_.max_total - bytes_ : 0;
+    return left < bounds_.max_page ? left : bounds_.max_page;
+}
+
+void ModelWalk::overflow(std::string& err) const {
+    const bool page = bounds_.max_page <= (bytes_ < bounds_.max_total ? bounds_.max_total - bytes_ : 0);
+    err = page ? "page " + std::to_string(pages_ + 1) + " is larger than discover_max_page (" +
+                     std::to_string(bounds_.max_page) + " bytes)"
+               : "the pages are larger together than discover_max_total (" + std::to_string(bounds_.max_total) +
+                     " bytes) at page " + std::to_string(pages_ + 1);
+}
+
 bool ModelWalk::feed(std::string_view body, std::string& err) {
+    if (body.size() > next_page_limit()) {
+        overflow(err);
+        return false;
+    }
+    bytes_ += body.size();
     ModelPage page;
     if (!parse_model_page(type_, body, page, err)) return false;
     ++pages_;

@@ -180,8 +180,21 @@ std::string with_name(std::string_view params_json, std::string_view name, bool 
 
 namespace {
 
-// One JSON-RPC message of a backend: a response to want_id sets out.
-bool read_message(std::string_view text, std::string_view want_id, BackendReply& out) {
+// The same id: both strings with the same characters (however escaped),
+// or both integers of the same value. The string "7" is not the number 7.
+bool same_id(const rapidjson::Value& got, const rapidjson::Value& want) {
+    if (!valid_id(got) || !valid_id(want)) return false;
+    if (got.IsString() || want.IsString()) {
+        return got.IsString() && want.IsString() &&
+               std::string_view(got.GetString(), got.GetStringLength()) ==
+                   std::string_view(want.GetString(), want.GetStringLength());
+    }
+    if (got.IsInt64() && want.IsInt64()) return got.GetInt64() == want.GetInt64();
+    return got.IsUint64() && want.IsUint64() && got.GetUint64() == want.GetUint64();
+}
+
+// One JSON-RPC message of a backend: a response to want sets out.
+bool read_message(std::string_view text, const rapidjson::Value& want, BackendReply& out) {
     rapidjson::Document doc;
     if (!parse_doc(text, doc) || !doc.IsObject()) {
         out.why = "the reply is not a JSON-RPC message";
@@ -189,7 +202,7 @@ bool read_message(std::string_view text, std::string_view want_id, BackendReply&
     }
     if (doc.HasMember("method")) return false;   // a request or notification of the server
     auto id = doc.FindMember("id");
-    if (id == doc.MemberEnd() || !valid_id(id->value) || to_json(id->value) != want_id) {
+    if (id == doc.MemberEnd() || !same_id(id->value, want)) {
         out.why = "the reply answers another request";
         return false;
     }
@@ -213,6 +226,11 @@ bool read_message(std::string_view text, std::string_view want_id, BackendReply&
 
 BackendReply read_backend_reply(std::string_view content_type, std::string_view body, std::string_view want_id) {
     BackendReply out;
+    rapidjson::Document want;   // the request's id, typed (a string or an integer)
+    if (!parse_doc(want_id, want) || !valid_id(want)) {
+        out.why = "the request has no valid id to match";
+        return out;
+    }
     if (is_media_type(content_type, "text/event-stream")) {
         SseParser parser;
         std::vector<SseEvent> events;
@@ -223,7 +241,7 @@ BackendReply read_backend_reply(std::string_view content_type, std::string_view 
         if (parser.has_partial()) parser.feed("\n\n", events);   // a last event without its blank line
         for (const SseEvent& ev : events) {
             if (ev.data.empty() || (!ev.event.empty() && ev.event != "message")) continue;
-            if (read_message(ev.data, want_id, out)) return out;
+            if (read_message(ev.data, want, out)) return out;
         }
         if (out.why.empty()) out.why = "the SSE stream carried no response";
         return out;
@@ -232,7 +250,7 @@ BackendReply read_backend_reply(std::string_view content_type, std::string_view 
         out.why = "the reply is neither application/json nor text/event-stream";
         return out;
     }
-    if (!read_message(body, want_id, out) && out.why.empty()) out.why = "the reply is not a response";
+    if (!read_message(body, want, out) && out.why.empty()) out.why = "the reply is not a response";
     return out;
 }
 

@@ -47,8 +47,9 @@ std::string rpc_notification(std::string_view method);
 std::string with_name(std::string_view params_json, std::string_view name, bool in_ref = false);
 
 // A backend's reply to one request, from a JSON body or an SSE stream (the
-// first response event whose id is want_id; notifications and requests the
-// server interleaves are skipped).
+// first response event whose id is want_id, the request's id as JSON text;
+// notifications and requests the server interleaves are skipped). Ids match
+// with their type: a reply with the string "7" does not answer the request 7.
 struct BackendReply {
     enum class Kind { Result, Error, Neither };
     Kind kind = Kind::Neither;

@@ -67,14 +67,7 @@ const std::string& account_script_source() {
     return source;
 }
 
-std::string account_script_sha1() {
-    try {
-        static const std::string sha = sha1_hex(account_script_source());
-        return sha;
-    } catch (...) {
-        return std::string();
-    }
-}
+const std::string& account_script_sha1() { return script_sha1<account_script_source>(); }
 
 bool append_account_command(std::string& out, const std::vector<Incr>& plain, const std::vector<BoundedIncrs>& groups,
                             std::int64_t max_ids, std::int64_t ids_ttl, std::string_view op_key, std::int64_t op_ttl,
@@ -92,7 +85,7 @@ bool append_account_command(std::string& out, const std::vector<Incr>& plain, co
     const std::size_t mark = out.size();
     try {
         RespWriter w(out);
-        write_script_head(w, nargs, by_sha, by_sha ? account_script_sha1() : std::string(), account_script_source(),
+        write_script_head(w, nargs, by_sha, account_script_sha1(), account_script_source(),
                           nkeys);
         w.arg(std::string_view(kStatsIdsKey));
         w.arg(op_key);

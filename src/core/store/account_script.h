@@ -51,7 +51,7 @@ namespace llmgw {
 // The Lua source (the exact bytes hashed by SCRIPT LOAD) and its SHA1 ("" only
 // when the digest could not be computed).
 const std::string& account_script_source();
-std::string account_script_sha1();
+const std::string& account_script_sha1();
 
 struct BoundedIncrs {
     std::string member;

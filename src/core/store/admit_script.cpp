@@ -225,14 +225,7 @@ const std::string& admit_script_source() {
     return source;
 }
 
-std::string admit_script_sha1() {
-    try {
-        static const std::string sha = sha1_hex(admit_script_source());
-        return sha;
-    } catch (...) {
-        return std::string();
-    }
-}
+const std::string& admit_script_sha1() { return script_sha1<admit_script_source>(); }
 
 bool append_admit_command(std::string& out, const AdmissionPlan& plan, const ReserveAmounts& amounts, bool by_sha,
                           std::string_view op_key, std::int64_t op_ttl, const LeaseTicket* lease) {
@@ -263,7 +256,7 @@ bool append_admit_command(std::string& out, const AdmissionPlan& plan, const Res
     const std::size_t mark = out.size();
     try {
         RespWriter w(out);
-        write_script_head(w, nargs, by_sha, by_sha ? admit_script_sha1() : std::string(), admit_script_source(), nkeys);
+        write_script_head(w, nargs, by_sha, admit_script_sha1(), admit_script_source(), nkeys);
         // KEYS
         each_written([&w](const Reservation& r, std::size_t, std::int64_t) { w.arg(r.record); });
         for (const Check& c : plan.checks) {

@@ -91,7 +91,7 @@ namespace llmgw {
 const std::string& admit_script_source();
 // SHA1 of the source, 40 lowercase hex digits (what SCRIPT LOAD returns).
 // "" only if the digest could not be computed (out of memory).
-std::string admit_script_sha1();
+const std::string& admit_script_sha1();
 
 // The admission of plan reserving amounts as one command, written straight
 // into out (core/store/resp.h RespWriter): {"EVALSHA", sha1, numkeys,

@@ -95,17 +95,21 @@ void write_quad_deltas(RespWriter& w, const std::vector<Incr>& incrs) {
     for (std::size_t q = 0; q < incrs.size(); q += kWindowCount) w.arg(incrs[q].delta);
 }
 
-std::string sha1_hex(const std::string& s) {
+std::string sha1_hex(const std::string& s) noexcept {
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned int len = 0;
     if (EVP_Digest(s.data(), s.size(), md, &len, EVP_sha1(), nullptr) != 1 || len != 20) return std::string();
     static const char kHex[] = "0123456789abcdef";
-    std::string hex;
-    for (unsigned int i = 0; i < len; ++i) {
-        hex.push_back(kHex[md[i] >> 4]);
-        hex.push_back(kHex[md[i] & 15]);
+    try {
+        std::string hex;
+        for (unsigned int i = 0; i < len; ++i) {
+            hex.push_back(kHex[md[i] >> 4]);
+            hex.push_back(kHex[md[i] & 15]);
+        }
+        return hex;
+    } catch (...) {
+        return std::string();
     }
-    return hex;
 }
 
 }  // namespace llmgw

@@ -60,7 +60,15 @@ inline std::size_t quad_args(const std::vector<Incr>& incrs) { return 1 + incrs.
 
 // SHA1 of a script's source, 40 lowercase hex digits; "" when the digest
 // could not be computed.
-std::string sha1_hex(const std::string& s);
+std::string sha1_hex(const std::string& s) noexcept;
+
+// The SHA1 of the script whose source Source() returns, computed once ("" when
+// it could not be): what EVALSHA names.
+template <const std::string& (*Source)()>
+const std::string& script_sha1() {
+    static const std::string sha = sha1_hex(Source());
+    return sha;
+}
 
 // Runs write(w) into a string of its own; "" when it throws (out of memory,
 // an invalid batch).

@@ -11,8 +11,6 @@ namespace llmgw {
 namespace {
 
 namespace rj = rapidjson;
-constexpr std::size_t kMaxCardBytes = 1 << 20;
-
 bool absolute_http(std::string_view url) {
     return url.rfind("http://", 0) == 0 || url.rfind("https://", 0) == 0;
 }
@@ -57,7 +55,7 @@ std::string gateway_url(std::string_view url, std::string_view target_path, std:
 
 bool rewrite_agent_card(std::string_view card, std::string_view target_path, std::string_view base, std::string& out,
                         std::string& err) {
-    if (card.size() > kMaxCardBytes) {
+    if (card.size() > kMaxAgentCardBytes) {
         err = "the agent card is larger than 1 MiB";
         return false;
     }

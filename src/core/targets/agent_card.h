@@ -2,10 +2,14 @@
 // URLs point at the gateway, so a client that follows the card keeps going
 // through it.
 #pragma once
+#include <cstddef>
 #include <string>
 #include <string_view>
 
 namespace llmgw {
+
+// The largest card read (the shell stops reading a card there).
+inline constexpr std::size_t kMaxAgentCardBytes = 1 << 20;
 
 // Rewrites "url" and each "additionalInterfaces[].url" (A2A 0.3) and
 // "supportedInterfaces[].url" (A2A 1.0) of the card. A URL's

@@ -10,8 +10,6 @@ namespace llmgw {
 void CallDeleter::operator()(Call* c) const { delete c; }
 namespace {
 
-constexpr std::size_t kCaptureLimit = 16 * 1024 * 1024;   // Capture mode: bytes kept
-
 bool hop_or_body_header(const ngx_table_elt_t& h) {
     static const std::string_view names[] = {
         "content-length", "transfer-encoding", "content-type", "accept-encoding", "expect",
@@ -176,6 +174,13 @@ bool redact_value(ngx_http_request_t* r, ngx_str_t& value) {
     return true;
 }
 
+Call::~Call() {
+    if (stop_.timer_set) ngx_del_timer(&stop_);
+    if (stop_.posted) {   // nginx's macro is two statements
+        ngx_delete_posted_event(&stop_);
+    }
+}
+
 ngx_int_t Call::start(ngx_http_request_t* r, const CallerRequest& in, std::string* refusal) {
     // Before anything of the answer is read: the gateway's credentials
     // upstream never reach the client, a log line or an event.
@@ -234,6 +239,13 @@ ngx_int_t Call::start(ngx_http_request_t* r, const CallerRequest& in, std::strin
     sr = s;
     state = State::Running;
     started = ngx_current_msec;
+    stop_.handler = stop_handler;
+    stop_.data = this;
+    stop_.log = r->connection->log;
+    if (deadline != 0) {
+        const ngx_msec_int_t left = static_cast<ngx_msec_int_t>(deadline - started);
+        ngx_add_timer(&stop_, left > 0 ? static_cast<ngx_msec_t>(left) : 1);
+    }
     return NGX_OK;
 }
 
@@ -271,9 +283,54 @@ void Call::deliver(std::string& out) {
         ngx_log_error(NGX_LOG_ERR, sr->connection->log, 0, "llm_gateway: %s", log_text(p).c_str());
     }
     if (mode == Mode::Capture) {
-        if (captured_.size() < kCaptureLimit) captured_.append(out, 0, kCaptureLimit - captured_.size());
+        if (overflow_ == Overflow::None && captured_.empty() && out.size() <= capture_limit) {
+            captured_.swap(out);   // a whole body at its end: taken, not copied
+        } else if (overflow_ == Overflow::None && captured_.size() < capture_limit) {
+            captured_.append(out, 0, capture_limit - captured_.size());
+        }
         out.clear();
     }
+}
+
+// Capture mode: n more body bytes, within the call's bound and the shared
+// budget? Past either, nothing more is read: the call is ended from a posted
+// event (not from inside the upstream's read, which is running now).
+bool Call::take(std::size_t n) {
+    if (overflow_ != Overflow::None) return false;
+    if (n <= capture_limit - received_ && (capture_budget == nullptr || n <= *capture_budget)) {
+        received_ += n;
+        if (capture_budget != nullptr) *capture_budget -= n;
+        return true;
+    }
+    overflow_ = n > capture_limit - received_ ? Overflow::Call : Overflow::Budget;
+    ngx_log_debug4(NGX_LOG_DEBUG_HTTP, sr->connection->log, 0,
+                   "llm_gateway: call to \"%s\" read %uz bytes, %uz more exceed its %s bound; ending it",
+                   log_value(provider->name).c_str(), received_, n,
+                   overflow_ == Overflow::Call ? "per-call" : "shared");
+    if (stop_.timer_set) ngx_del_timer(&stop_);
+    if (!stop_.posted) {   // nginx's macro is an if of its own
+        ngx_post_event(&stop_, &ngx_posted_events);
+    }
+    return false;
+}
+
+void Call::stop_handler(ngx_event_t* ev) {
+    auto* call = static_cast<Call*>(ev->data);
+    ngx_connection_t* c = call->sr->connection;
+    try {
+        if (ev->timedout) {
+            ev->timedout = 0;
+            if (call->running()) {
+                call->deadline_passed_ = true;
+                ngx_log_debug1(NGX_LOG_DEBUG_HTTP, c->log, 0, "llm_gateway: call to \"%s\" reached its deadline; ending it",
+                               log_value(call->provider->name).c_str());
+            }
+        }
+        if (call->running()) call->expire(true);
+    } catch (const std::exception& e) {
+        ngx_log_error(NGX_LOG_ERR, c->log, 0, "llm_gateway: ending a call failed: %s", log_text(e.what()).c_str());
+    }
+    ngx_http_run_posted_requests(c);
 }
 
 ngx_int_t Call::on_body(ngx_http_request_t* s, ngx_chain_t* in) {
@@ -282,6 +339,16 @@ ngx_int_t Call::on_body(ngx_http_request_t* s, ngx_chain_t* in) {
     for (ngx_chain_t* cl = in; cl; cl = cl->next) {
         ngx_buf_t* b = cl->buf;
         if (b->last_in_chain || b->last_buf) saw_end_ = true;
+        // Capture mode: bytes past the bound are neither read nor fed.
+        const std::size_t size = ngx_buf_in_memory(b) ? static_cast<std::size_t>(b->last - b->pos)
+                                 : b->in_file && b->file_last > b->file_pos
+                                     ? static_cast<std::size_t>(b->file_last - b->file_pos)
+                                     : 0;
+        if (size > 0 && mode == Mode::Capture && !take(size)) {
+            if (ngx_buf_in_memory(b)) b->pos = b->last;
+            if (b->in_file) b->file_pos = b->file_last;
+            continue;
+        }
         std::string_view bytes;
         if (ngx_buf_in_memory(b)) {
             bytes = std::string_view(reinterpret_cast<const char*>(b->pos), static_cast<std::size_t>(b->last - b->pos));
@@ -361,6 +428,7 @@ ngx_int_t Call::on_done(ngx_int_t rc) {
     if (state == State::Done) return NGX_OK;
     state = State::Done;
     ended = ngx_current_msec;
+    if (stop_.timer_set) ngx_del_timer(&stop_);
     sr_rc = rc;
     if (answered_) {
         // nginx finalizes a call whose body framing broke (invalid chunked

@@ -5,6 +5,7 @@
 // background subrequests, an end hook). A Call never writes to the client: it hands what its
 // codec produced to the request (relay.cpp), which decides.
 #pragma once
+#include <cstddef>
 #include <memory>
 #include <string>
 
@@ -13,12 +14,19 @@
 
 namespace llmgw {
 
+// Capture mode: the most bytes of an answer's body one Call reads, unless
+// its owner sets capture_limit lower (docs/architecture.md#bounds).
+inline constexpr std::size_t kCaptureLimit = 16 * 1024 * 1024;
+
 class Call {
 public:
     enum class Mode { Relay, Capture };
     enum class State { Idle, Running, Done };
+    // Capture mode: which bound ended the reading of the answer.
+    enum class Overflow { None, Call, Budget };
 
     Call(RequestCtx* req, const ProviderConf* provider, std::unique_ptr<Codec> codec, unsigned attempt, Mode mode);
+    ~Call();
     Call(const Call&) = delete;
     Call& operator=(const Call&) = delete;
 
@@ -52,6 +60,18 @@ public:
     // What the request has not sent yet: a whole body, an error body, the end of a stream.
     std::string& pending() { return pending_; }
     const std::string& captured() const { return captured_; }
+    // Frees the captured bytes (once they were read): a request that runs
+    // many calls holds one answer at a time, not all of them.
+    void release_captured() { std::string().swap(captured_); }
+    // Capture mode: the answer's body bytes read (at most capture_limit).
+    std::size_t received() const { return received_; }
+    // Capture mode: the answer was larger than capture_limit (Call) or than
+    // what was left of capture_budget (Budget). Its reading stopped there
+    // (the call is ended as nginx's time-out would end it, from a posted
+    // event) and captured() holds none of the bytes past the bound.
+    Overflow overflowed() const { return overflow_; }
+    // The call was still running at its deadline and was ended then.
+    bool deadline_passed() const { return deadline_passed_; }
 
     RequestCtx* const req;
     const ProviderConf* const provider;
@@ -79,11 +99,28 @@ public:
     bool background = false;
     void (*on_end)(Call& call, void* data) = nullptr;
     void* end_data = nullptr;
+    // Set before start(), Capture mode: the most body bytes this call reads,
+    // and bytes left that several calls share (decremented as they read;
+    // null: none). See overflowed().
+    std::size_t capture_limit = kCaptureLimit;
+    std::size_t* capture_budget = nullptr;
+    // Set before start(): when a call still running is ended (ngx_current_msec
+    // value; 0: never). See deadline_passed().
+    ngx_msec_t deadline = 0;
 
 private:
     static ngx_int_t done_handler(ngx_http_request_t* sr, void* data, ngx_int_t rc);
+    static void stop_handler(ngx_event_t* ev);
     ngx_int_t on_done(ngx_int_t rc);
     void deliver(std::string& out);
+    bool take(std::size_t n);
+
+    // Ends the call from outside the upstream's own read: posted on an
+    // overflow, a timer for the deadline.
+    ngx_event_t stop_{};
+    std::size_t received_ = 0;
+    Overflow overflow_ = Overflow::None;
+    bool deadline_passed_ = false;
 
     bool answered_ = false;
     bool garbled_head_ = false;

@@ -49,6 +49,15 @@ inline bool conf_time(std::string_view v, ngx_msec_t& out) {
     return true;
 }
 
+// A size ("512k", "4m", "1048576"); false (out untouched) when it is not one.
+inline bool conf_size(std::string_view v, std::size_t& out) {
+    ngx_str_t s{v.size(), reinterpret_cast<u_char*>(const_cast<char*>(v.data()))};
+    ssize_t n = ngx_parse_size(&s);
+    if (n == NGX_ERROR || n < 0) return false;
+    out = static_cast<std::size_t>(n);
+    return true;
+}
+
 // "name=value" -> (name, value); a bare word -> (word, "") with has_eq false.
 struct Param {
     std::string_view name, value;

@@ -73,6 +73,20 @@ char* provider(ngx_conf_t* cf, GatewayState* st) {
                                           "\" must be a time of at least 10s (e.g. discover=10m)");
             }
             p.discover_ms = ms;
+        } else if ((prm.name == "discover_max_page" || prm.name == "discover_max_total") && prm.has_eq) {
+            std::size_t size = 0;
+            if (!conf_size(prm.value, size) || size < 1024 || size > 256u * 1024 * 1024) {
+                return conf_error(cf, std::string(prm.name) + "= of llm_gateway_provider \"" + p.name +
+                                          "\" must be a size from 1k to 256m (e.g. " + std::string(prm.name) + "=4m)");
+            }
+            (prm.name == "discover_max_page" ? p.discover_bounds.max_page : p.discover_bounds.max_total) = size;
+        } else if (prm.name == "discover_timeout" && prm.has_eq) {
+            ngx_msec_t ms = 0;
+            if (!conf_time(prm.value, ms) || ms < 1000 || ms > 50000) {
+                return conf_error(cf, "discover_timeout= of llm_gateway_provider \"" + p.name +
+                                          "\" must be a time from 1s to 50s (e.g. discover_timeout=30s)");
+            }
+            p.discover_timeout_ms = ms;
         } else {
             return conf_error(cf, "invalid parameter \"" + param_name(arg(cf, i)) + "\" of llm_gateway_provider");
         }

@@ -41,7 +41,8 @@ char* target(ngx_conf_t* cf, GatewayState* st, TargetKind kind) {
 char* mcp_server(ngx_conf_t* cf, GatewayState* st) { return target(cf, st, TargetKind::Mcp); }
 char* agent(ngx_conf_t* cf, GatewayState* st) { return target(cf, st, TargetKind::Agent); }
 
-// llm_gateway_mcp [session_key=secret] [list_timeout=time] [call_timeout=time] [session_ttl=time];
+// llm_gateway_mcp [session_key=secret] [list_timeout=time] [call_timeout=time] [session_ttl=time]
+//                 [max_response=size] [max_total=size];
 char* mcp_endpoint(ngx_conf_t* cf, LocConf* lcf) {
     auto* mcf = static_cast<MainConf*>(ngx_http_conf_get_module_main_conf(cf, ngx_http_llm_gateway_module));
     auto ep = std::make_unique<McpEndpoint>();
@@ -55,6 +56,11 @@ char* mcp_endpoint(ngx_conf_t* cf, LocConf* lcf) {
         if (time != nullptr && prm.has_eq) {
             if (!conf_time(prm.value, *time) || *time < 100 || *time > 86400000u * 30) {
                 return conf_error(cf, std::string(prm.name) + "= of llm_gateway_mcp must be a time from 100ms to 30d");
+            }
+        } else if ((prm.name == "max_response" || prm.name == "max_total") && prm.has_eq) {
+            std::size_t& size = prm.name == "max_response" ? ep->max_response : ep->max_total;
+            if (!conf_size(prm.value, size) || size < 1024 || size > 256u * 1024 * 1024) {
+                return conf_error(cf, std::string(prm.name) + "= of llm_gateway_mcp must be a size from 1k to 256m");
             }
         } else if (prm.name == "session_key" && prm.has_eq) {
             SecretResult res = resolve_secret(prm.value);

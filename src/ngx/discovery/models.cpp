@@ -16,12 +16,30 @@ namespace {
 
 const std::vector<ProviderConf>& providers(ngx_http_request_t* r) { return main_conf(r)->state->config.providers(); }
 
+std::string timeout_why(const ProviderConf& p, const DiscoveryRun& run) {
+    return "the walk took longer than discover_timeout (" + std::to_string(p.discover_timeout_ms) + " ms) at page " +
+           std::to_string(run.walk.pages() + 1);
+}
+
 // Starts the call of the run's next page; false (run failed) when it cannot.
+// The page is read up to what the walk's byte bounds leave, until the walk's
+// deadline.
 bool start_page(ngx_http_request_t* r, RequestCtx* ctx, DiscoveryRun& run) {
     const ProviderConf& p = providers(r)[run.provider];
-    ctx->calls.emplace_back(new Call(ctx, &p, make_model_list_codec(p.type, run.walk.next_path()),
+    if (static_cast<ngx_msec_int_t>(ngx_current_msec - run.deadline) >= 0) {
+        run.failed = true;
+        run.why = timeout_why(p, run);
+        return false;
+    }
+    const std::size_t limit = run.walk.next_page_limit();
+    ctx->calls.emplace_back(new Call(ctx, &p, make_model_list_codec(p.type, run.walk.next_path(), limit),
                                      static_cast<unsigned>(run.walk.pages() + 1), Call::Mode::Capture));
     Call& call = *ctx->calls.back();
+    call.capture_limit = limit;
+    call.deadline = run.deadline;
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "llm_gateway: model discovery of provider \"%s\": page %uz, at most %uz bytes",
+                   log_value(p.name).c_str(), run.walk.pages() + 1, limit);
     CallerRequest in;
     in.provider_key = p.key;
     if (call.start(r, in) != NGX_OK) {
@@ -83,7 +101,14 @@ void models_resume(ngx_http_request_t* r) {
             if (run.failed || run.call == nullptr) continue;
             Call& c = *run.call;
             run.call = nullptr;
-            if (!c.answered()) {
+            const ProviderConf& p = providers(r)[run.provider];
+            if (c.overflowed() != Call::Overflow::None) {
+                run.failed = true;
+                run.walk.overflow(run.why);
+            } else if (c.deadline_passed()) {
+                run.failed = true;
+                run.why = timeout_why(p, run);
+            } else if (!c.answered()) {
                 run.failed = true;
                 run.why = c.timed_out() ? "the provider timed out" : "the provider gave no response";
             } else if (c.upstream_status < 200 || c.upstream_status >= 300 || c.outcome().end != EndState::Complete) {
@@ -95,6 +120,7 @@ void models_resume(ngx_http_request_t* r) {
             } else if (!run.walk.done()) {
                 waiting = start_page(r, ctx, run) || waiting;
             }
+            c.release_captured();   // read: one page at a time is held
         }
         if (waiting) return;   // the next pages run; this runs again when they end
         r->write_event_handler = ngx_http_request_empty_handler;
@@ -112,7 +138,10 @@ ngx_int_t models_handler(ngx_http_request_t* r, RequestCtx* ctx) {
     MainConf* mcf = main_conf(r);
     const auto& ps = providers(r);
     for (std::size_t i = 0; i < ps.size(); ++i) {
-        if (ps[i].discover_ms > 0 && model_cache_claim(mcf, i)) ctx->discovery.push_back(DiscoveryRun{i, ModelWalk(ps[i].type), nullptr, false, {}});
+        if (ps[i].discover_ms > 0 && model_cache_claim(mcf, i)) {
+            ctx->discovery.push_back(DiscoveryRun{i, ModelWalk(ps[i].type, ps[i].discover_bounds), nullptr, false, {},
+                                                  ngx_current_msec + static_cast<ngx_msec_t>(ps[i].discover_timeout_ms)});
+        }
     }
     if (ctx->discovery.empty()) return render(r);
     bool started = false;

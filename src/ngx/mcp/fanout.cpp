@@ -53,6 +53,8 @@ bool send(BackendOp& op, std::string_view http_method, std::string body, bool wi
                                        static_cast<unsigned>(f.ctx->calls.size() + 1), Call::Mode::Capture));
     Call& call = *f.ctx->calls.back();
     call.background = true;
+    call.capture_limit = f.ep->max_response;
+    call.capture_budget = &f.capture_left;
     if (tracked) {
         call.on_end = on_call_end;
         call.end_data = &op;
@@ -112,6 +114,7 @@ void settle(BackendOp& op, BackendOp::Outcome outcome) {
     Federation& f = *op.fed;
     f.counted.push_back(op.target);
     if (outcome == BackendOp::Outcome::Failed) {
+        std::vector<std::string>().swap(op.pages);   // a failed server contributes nothing
         ngx_log_error(NGX_LOG_WARN, f.r->connection->log, 0, "llm_gateway: MCP server \"%s\" failed in %s: %s",
                       log_value(op.target->name).c_str(), log_value(op.method).c_str(), log_text(op.why).c_str());
         if (op.event_status != 0) {
@@ -157,6 +160,7 @@ void on_reply(BackendOp& op, Call& call) {
     case BackendOp::Step::Initialize: {
         if (!ok) return fail_status(op, status);
         BackendReply rep = read_backend_reply(call.response_type(), call.captured(), op.want_id);
+        call.release_captured();
         if (rep.kind != BackendReply::Kind::Result) {
             return fail(op, "upstream", 502, std::string(kRoute) + " upstream sent an invalid response",
                         "initialize: " + (rep.why.empty() ? std::string("a JSON-RPC error") : rep.why));
@@ -194,6 +198,7 @@ void on_reply(BackendOp& op, Call& call) {
         return fail(op, "upstream", 502, std::string(kRoute) + " upstream sent an invalid response", "the reply was cut short");
     }
     BackendReply rep = read_backend_reply(call.response_type(), call.captured(), op.want_id);
+    call.release_captured();   // read: what is kept is the result
     switch (rep.kind) {
     case BackendReply::Kind::Error:
         if (op.step == BackendOp::Step::Bare) return begin_handshake(op);
@@ -204,22 +209,37 @@ void on_reply(BackendOp& op, Call& call) {
     case BackendReply::Kind::Result:
         break;
     }
-    op.json = std::move(rep.json);
-    if (is_list(op.method)) {
-        op.pages.push_back(op.json);
-        std::string cursor = next_cursor(op.json);
+    if (is_list(op.method)) {   // the pages are kept, each once
+        std::string cursor = next_cursor(rep.json);
+        op.pages.push_back(std::move(rep.json));
         if (!cursor.empty() && --op.pages_left > 0) {
             if (!send_main(op, cursor)) fail(op, "upstream", 502, "upstream connection error", "the next page could not be asked");
             return;
         }
+        return settle(op, BackendOp::Outcome::Result);
     }
+    op.json = std::move(rep.json);
     settle(op, BackendOp::Outcome::Result);
+}
+
+// The answer crossed max_response= or max_total=: its reading was stopped.
+void fail_too_large(BackendOp& op, const Call& call) {
+    const McpEndpoint& ep = *op.fed->ep;
+    const bool own = call.overflowed() == Call::Overflow::Call;
+    fail(op, "upstream", 502, std::string(kRoute) + " upstream response too large",
+         own ? "the reply is larger than max_response (" + std::to_string(ep.max_response) + " bytes)"
+             : "the replies of this request are larger together than max_total (" + std::to_string(ep.max_total) +
+                   " bytes)");
 }
 
 void on_call_end(Call& call, void* data) {
     auto* op = static_cast<BackendOp*>(data);
     if (op->settled || op->call != &call) return;   // given up already (time-out)
     if (op->timer.timer_set) ngx_del_timer(&op->timer);
+    if (call.overflowed() != Call::Overflow::None) {
+        call.release_captured();
+        return fail_too_large(*op, call);
+    }
     if (!call.answered()) {
         if (call.timed_out()) {
             return fail(*op, "timeout", 504, std::string(kRoute) + " upstream timed out", "timed out");
@@ -270,14 +290,14 @@ void when_settled(Federation& f, void (*done)(Federation& f)) {
     finish_federation(f);
 }
 
-std::vector<ServerTools> listed_pages(const Federation& f, std::string_view method) {
+std::vector<ServerTools> listed_pages(Federation& f, std::string_view method) {
     std::vector<ServerTools> out;
     for (const auto& op : f.ops) {
         if (op->outcome != BackendOp::Outcome::Result || op->method != method) continue;
         ServerTools s;
         s.backend = op->backend;
         s.server = op->target->name;
-        s.pages = op->pages;
+        s.pages = std::move(op->pages);
         out.push_back(std::move(s));
     }
     return out;

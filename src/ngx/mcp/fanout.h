@@ -5,7 +5,10 @@
 // session handshake (initialize, notifications/initialized, the retry with
 // Mcp-Session-Id, then a best-effort DELETE that nobody waits for). Every
 // call has its own time-out; a backend that runs out of time is given up
-// (and its call ended) while the others are still merged.
+// (and its call ended) while the others are still merged. Their answers are
+// bounded the same way: each call reads at most max_response= bytes and all
+// of them together max_total=; the backend whose answer crosses a bound is
+// given up (its call ended, its pages dropped).
 #pragma once
 #include <deque>
 #include <memory>
@@ -38,8 +41,8 @@ struct BackendOp {
     ngx_event_t timer{};
     bool settled = false;
     Outcome outcome = Outcome::Pending;
-    std::string json;                   // Result: the last result; RpcError: the error object
-    std::vector<std::string> pages;     // tools/list: every page's result
+    std::string json;                   // Result (not a list): the result; RpcError: the error object
+    std::vector<std::string> pages;     // a list: every page's result
     unsigned pages_left = 16;
     // Failed: the failure feed's event and the log's reason.
     const char* event_kind = "upstream";
@@ -49,7 +52,8 @@ struct BackendOp {
 };
 
 struct Federation {
-    Federation(ngx_http_request_t* req, RequestCtx* c, const McpEndpoint* e) : r(req), ctx(c), ep(e) {}
+    Federation(ngx_http_request_t* req, RequestCtx* c, const McpEndpoint* e)
+        : r(req), ctx(c), ep(e), capture_left(e->max_total) {}
     ~Federation();
     Federation(const Federation&) = delete;
     Federation& operator=(const Federation&) = delete;
@@ -64,6 +68,9 @@ struct Federation {
     unsigned unsettled = 0;
     std::vector<const TargetConf*> counted;   // a request per settled op, written once (count_requests)
     unsigned next_id = 0;
+    // The body bytes the backend calls may still read together
+    // (max_total=; each call also stops at max_response=).
+    std::size_t capture_left = 0;
     // Runs on the request once every op has settled.
     void (*on_settled)(Federation& f) = nullptr;
 };
@@ -79,7 +86,8 @@ void count_requests(Federation& f);
 // Runs done(f) once every op started so far has settled (now, if they have).
 void when_settled(Federation& f, void (*done)(Federation& f));
 
-// The pages of every op of the list method that got them.
-std::vector<ServerTools> listed_pages(const Federation& f, std::string_view method);
+// The pages of every op of the list method that got them (moved out: a
+// list is merged once).
+std::vector<ServerTools> listed_pages(Federation& f, std::string_view method);
 
 }  // namespace llmgw

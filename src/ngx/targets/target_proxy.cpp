@@ -37,6 +37,12 @@ std::string gateway_base(ngx_http_request_t* r, const RequestCtx& ctx) {
 }
 
 ngx_int_t answer_card(ngx_http_request_t* r, RequestCtx* ctx, Call& call) {
+    if (call.overflowed() != Call::Overflow::None) {   // its reading stopped at the bound
+        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0, "llm_gateway: agent \"%s\": the agent card is larger than 1 MiB",
+                      log_value(ctx->target->name).c_str());
+        return send_error(r, NGX_HTTP_BAD_GATEWAY, "the agent sent an invalid agent card", "upstream_error",
+                          "invalid_agent_card");
+    }
     if (!call.answered() || call.outcome().end != EndState::Complete || call.upstream_status != NGX_HTTP_OK) {
         if (call.answered() && call.outcome().end != EndState::Cut && call.outcome().end != EndState::Invalid) {
             ngx_str_t type = pstr(r->pool, call.response_type());
@@ -87,6 +93,7 @@ ngx_int_t start_target_call(ngx_http_request_t* r, RequestCtx* ctx) {
                    mode == Call::Mode::Capture ? "agent card fetch, read whole to rewrite" : "relayed as it arrives");
     ctx->calls.emplace_back(new Call(ctx, &t.upstream, std::move(codec), 1, mode));
     Call& call = *ctx->calls.back();
+    call.capture_limit = kMaxAgentCardBytes;   // Capture: a card is read up to its bound, no further
     CallerRequest in;
     in.body = ctx->body;
     in.method = sv(r->method_name);
