@@ -1,5 +1,11 @@
 # Billing against hostile or broken provider answers ("Hardening, second
 # round"), each table row one answer and the exact counters it must leave:
+#   1. a client that leaves mid-stream is held to llm_gateway_stream_cutoff
+#      as one that stays: the drain ends the provider call where the cutoff
+#      would have and bills what the cutoff bills (every codec);
+#   2. the drain's byte bound counts the bytes read from the provider (not
+#      the bytes the client would have got) and is held exactly, however
+#      fast the provider sends;
 #   3. a usage count out of range or not an integer (1e30, 2^63, 10.7), in
 #      any reader, whole or streamed, native or translated, is unread usage:
 #      the estimate is billed and the implausible-usage warning logged;
@@ -103,6 +109,121 @@ sub usage_line {
 sub provider_aborted {
     return Gw::wait_until(sub { my $q = $mock->requests; @$q && $q->[-1]{aborted} }, timeout => 10);
 }
+
+# ================================================ 1. the cutoff holds in a drain
+
+# The provider's answer: 40 chunks of 8 bytes of text (2 tokens each), then
+# a final usage far over the budget. Each budget is the input and 10 chunks
+# (20 tokens): the 11th crosses. The input is the provider's own count when
+# it reports one first (Anthropic's message_start, Gemini's usageMetadata),
+# else the request / 4.
+my $N = 40;
+my $BIG_OUT = 1000;
+my @CUT = (
+    # name, path, body, input counted, provider's events
+    ['chat completions, native OpenAI', '/v1/chat/completions', $CHAT, est($CHAT),
+     [map({ oai_chunk($WORD) } 1 .. $N), $OAI_STOP, oai_usage(qq({"prompt_tokens":10,"completion_tokens":$BIG_OUT})), 'data: [DONE]']],
+    ['messages, native Anthropic', '/v1/messages', $NMSGS, 40,
+     [anth_start('{"input_tokens":40,"output_tokens":1}'), $ANTH_BLOCK, map({ anth_delta($WORD) } 1 .. $N),
+      anth_end(qq({"output_tokens":$BIG_OUT}))]],
+    ['chat completions to an Anthropic provider', '/v1/chat/completions', $CCHAT, 40,
+     [anth_start('{"input_tokens":40,"output_tokens":1}'), $ANTH_BLOCK, map({ anth_delta($WORD) } 1 .. $N),
+      anth_end(qq({"output_tokens":$BIG_OUT}))]],
+    ['chat completions to a Gemini provider', '/v1/chat/completions', $GCHAT, 40,
+     [map({ gem_chunk($WORD, gem_usage(40, 2 * $_)) } 1 .. $N - 1), gem_chunk($WORD, gem_usage(40, $BIG_OUT), 1)]],
+    ['messages to an OpenAI provider', '/v1/messages', $MSGS, est($MSGS),
+     [map({ oai_chunk($WORD) } 1 .. $N), $OAI_STOP, oai_usage(qq({"prompt_tokens":10,"completion_tokens":$BIG_OUT})), 'data: [DONE]']],
+);
+
+subtest 'the stream cutoff holds for a client that leaves mid-stream (drain), on every codec' => sub {
+    my @users;
+    for my $i (0 .. $#CUT) {
+        my $limit = $CUT[$i][3] + 20;
+        push @users, "llm_gateway_user stay$i key=sk-h-stay$i tokens_per_day=$limit;",
+                     "llm_gateway_user gone$i key=sk-h-gone$i tokens_per_day=$limit;";
+    }
+    my $ng = gateway(users => \@users, http => ['llm_gateway_stream_cutoff on;']);
+    for my $i (0 .. $#CUT) {
+        my ($name, $path, $body, $in, $events) = @{ $CUT[$i] };
+        my $script = { sse => $events, delay_ms => 50, ($name =~ /Gemini/ ? (line_end => 'crlf') : ()) };
+        # the client that stays: cut off after 10 chunks
+        $mock->reset;
+        $mock->script($script);
+        my $from = length $ng->error_log;
+        my $r = stream($ng, $path, "sk-h-stay$i", $body);
+        ok($r->{complete} && $r->{body} =~ /budget_exceeded|budget exceeded/, "$name, client stays: cut off at the budget")
+            or diag(substr($r->{body} // '', -400));
+        like(usage_line($ng, "stay$i", $from), qr/ \(cut off at the budget\)$/, "$name, client stays: the usage line");
+        is_deeply([@{ user_row($ng, "stay$i") }{qw(tokensInPerDay tokensOutPerDay)}], [$in, 20],
+                  "$name, client stays: billed the input and 10 chunks");
+        # the client that leaves after the first event: the same bill
+        $mock->reset;
+        $mock->script($script);
+        $from = length $ng->error_log;
+        $r = stream($ng, $path, "sk-h-gone$i", $body, abort_after_events => 1);
+        ok($r->{aborted}, "$name, client leaves: it left after the first event");
+        ok(provider_aborted(), "$name, client leaves: the provider call was closed before its end");
+        like(usage_line($ng, "gone$i", $from), qr/ \(client cancelled\) \(cut off at the budget\)$/,
+             "$name, client leaves: the usage line says cancelled and cut off");
+        is_deeply([@{ user_row($ng, "gone$i") }{qw(tokensInPerDay tokensOutPerDay)}], [$in, 20],
+                  "$name, client leaves: billed as the client that stayed");
+        is(scalar(GwMeter::log_lines($ng, qr/\[warn\].*stream cut off for user "gone$i": budget exceeded/, $from)), 1,
+           "$name, client leaves: the cut is logged");
+    }
+    is(scalar(GwMeter::log_lines($ng, qr/\[error\]/)), 0, 'no error line');
+    $ng->stop;
+};
+
+# ====================================== 2. the drain's byte bound is exact
+
+subtest "the drain's byte bound counts the provider's bytes and is held exactly" => sub {
+    my $ng = gateway(users => [map { "llm_gateway_user drain$_ key=sk-h-drain$_;" } 0 .. 2]);
+    my $pad = 'p' x 65536;
+    my @rows = (
+        # events that give the client nothing (Anthropic pings translated to
+        # chat completions; usage-only chunks the client did not ask for):
+        # 2.6 MB read, never a byte of the client's. Billed: the usage read
+        # before the bound, not the final one after it.
+        ['pings of an Anthropic provider, translated', '/v1/chat/completions', $CCHAT,
+         { delay_ms => 10, sse => [anth_start('{"input_tokens":25,"output_tokens":1}'),
+                                   map({ anth('ping', qq({"type":"ping","pad":"$pad"})) } 1 .. 40),
+                                   $ANTH_BLOCK, anth_delta('late'), anth_end('{"output_tokens":7}')] },
+         qr/ prompt_tokens=25 completion_tokens=1 cost_micro_usd=\d+ \(client cancelled\)$/],
+        ['hidden usage chunks of an OpenAI provider', '/v1/chat/completions', $CHAT,
+         { delay_ms => 10, sse => [oai_chunk('first'),
+                                   map({ oai_usage(qq({"prompt_tokens":1,"completion_tokens":1},"pad":"$pad")) } 1 .. 40),
+                                   $OAI_STOP, oai_usage('{"prompt_tokens":21,"completion_tokens":7}'), 'data: [DONE]'] },
+         qr/ prompt_tokens=1 completion_tokens=1 cost_micro_usd=\d+ \(client cancelled\)$/],
+        # 3 MB of text in one write after the first event: nginx reads all
+        # that has arrived before the end it posts can run. Billed: the
+        # estimate, with no text past the bound.
+        ['a burst of text', '/v1/chat/completions', $CHAT,
+         { delay_ms => 300, sse => [oai_chunk('first'),
+                                    { raw => join('', map { oai_chunk('t' x 8000) . "\n\n" } 1 .. 375) },
+                                    $OAI_STOP, oai_usage('{"prompt_tokens":21,"completion_tokens":7}'), 'data: [DONE]'] },
+         qr/ \(estimated\) \(client cancelled\)$/],
+    );
+    for my $i (0 .. $#rows) {
+        my ($name, $path, $body, $script, $billed) = @{ $rows[$i] };
+        $mock->reset;
+        $mock->script($script);
+        my $from = length $ng->error_log;
+        my $r = stream($ng, $path, "sk-h-drain$i", $body, abort_after_events => 1);
+        ok($r->{aborted}, "$name: the client left after the first event");
+        ok(provider_aborted(), "$name: the provider call was closed before its end");
+        my @bound = GwMeter::log_lines($ng, qr/the drain of a cancelled stream reached its bound/, $from);
+        Gw::wait_until(sub { @bound = GwMeter::log_lines($ng, qr/the drain of a cancelled stream reached its bound/, $from) },
+                       timeout => 10);
+        is(scalar @bound, 1, "$name: the bound is logged once");
+        like($bound[0] // '', qr/reached its bound \(1048576 bytes read\)/, "$name: at exactly 1 MiB read from the provider");
+        my $line = usage_line($ng, "drain$i", $from);
+        like($line, $billed, "$name: billed what was read before the bound");
+        my ($out) = $line =~ /completion_tokens=(\d+)/;
+        cmp_ok($out // -1, '<=', 1048576 / 4, "$name: the estimate counts no text past the bound");
+    }
+    is(scalar(GwMeter::log_lines($ng, qr/\[error\]/)), 0, 'no error line');
+    $ng->stop;
+};
 
 # ============================== 3. usage out of range: estimated, with a warning
 
