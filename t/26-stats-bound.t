@@ -5,8 +5,8 @@
 #     "<provider>/other", and every other user is still admitted with exact
 #     admission counters;
 #   - usage above llm_gateway_max_tokens_per_request (default 10,000,000)
-#     is implausible: the sample is estimated and a warning logged, like an
-#     invalid one (2^64, negative, 1e308).
+#     is implausible: the sample is estimated and a warning logged, as is
+#     one whose count is not a count at all (2^64, negative, 1e308).
 use strict;
 use warnings;
 use lib 't/lib';
@@ -65,10 +65,10 @@ my @ROWS = (
     ['one over the default ceiling',          '{"prompt_tokens":10000001,"completion_tokens":7}',     $EST,      0, 1],
     ['completion over the ceiling',           '{"prompt_tokens":11,"completion_tokens":10000001}',     $EST,      0, 1],
     ['exactly the ceiling',                   '{"prompt_tokens":10000000,"completion_tokens":10000000}', 10000000, 10000000, 0],
-    # invalid numbers: the parser counts that direction as 0
-    ['2^64 (invalid)',                        '{"prompt_tokens":18446744073709551616,"completion_tokens":7}', 0, 7, 0],
-    ['negative (invalid)',                    '{"prompt_tokens":-5,"completion_tokens":7}',            0,         7, 0],
-    ['1e308 (invalid)',                       '{"prompt_tokens":1e308,"completion_tokens":7}',         0,         7, 0],
+    # counts that are not counts: the whole usage is estimated (never a direction counted as 0)
+    ['2^64 (invalid)',                        '{"prompt_tokens":18446744073709551616,"completion_tokens":7}', $EST, 0, 1],
+    ['negative (invalid)',                    '{"prompt_tokens":-5,"completion_tokens":7}',            $EST,      0, 1],
+    ['1e308 (invalid)',                       '{"prompt_tokens":1e308,"completion_tokens":7}',         $EST,      0, 1],
     ['ordinary',                              '{"prompt_tokens":11,"completion_tokens":7}',            11,        7, 0],
 );
 
@@ -93,7 +93,9 @@ subtest 'implausible usage is estimated (non-streamed)' => sub {
                   { tokensInPerDay => $tin, tokensOutPerDay => $tout, costPerDayMicroUsd => $cost }, "$name: counters");
     }
     my @warn = GwMeter::log_lines($ng, qr/\[warn\].*llm_gateway: implausible usage/);
-    is(scalar @warn, 4, 'a warning for each usage over the ceiling (not for the invalid ones)');
+    is(scalar @warn, 7, 'a warning for each usage over the ceiling or invalid');
+    is(scalar(grep { /\(a token count that is not an integer from 0 to 9223372036854775807\); estimating/ } @warn), 3,
+       'the invalid ones say so');
     like($warn[0] // '', qr/llm_gateway: implausible usage from the provider for model "mock\/gpt-4o-mini" \(prompt_tokens=9223372036854775807 completion_tokens=9223372036854775807, over llm_gateway_max_tokens_per_request 10000000\); estimating/,
          'the warning names the numbers and the ceiling');
     my $t = GwMeter::usage($ng)->{total};

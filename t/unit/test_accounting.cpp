@@ -131,6 +131,45 @@ TEST(Accounting, ImplausibleUsageAboveTheCeiling) {
     u.completion_tokens = 7;
     EXPECT_TRUE(usage_plausible(u, 18));
     EXPECT_FALSE(usage_plausible(u, 10));
+    u.malformed = true;   // a count the provider sent was not one: whatever the others say
+    EXPECT_FALSE(usage_plausible(u, 18));
+}
+
+TEST(Accounting, WhichAnswersAreBilled) {
+    BilledAnswer a;
+    a.answered = true;
+    a.success = true;
+    for (EndState e : {EndState::Complete, EndState::StreamError, EndState::Cut, EndState::Stopped}) {
+        a.end = e;
+        a.streamed = false;
+        EXPECT_TRUE(answer_billed(a)) << static_cast<int>(e);
+        a.streamed = true;
+        EXPECT_TRUE(answer_billed(a)) << static_cast<int>(e);
+    }
+    // Invalid: billed once part of it reached the client as a stream (what
+    // it reported, else the estimate); a whole answer found invalid got a 502.
+    a.end = EndState::Invalid;
+    a.streamed = true;
+    EXPECT_TRUE(answer_billed(a));
+    a.streamed = false;
+    EXPECT_FALSE(answer_billed(a));
+    a.end = EndState::UpstreamError;
+    a.success = false;
+    EXPECT_FALSE(answer_billed(a));
+    a.cancelled = true;
+    EXPECT_FALSE(answer_billed(a));
+    // Open: only a cancel of a 2xx answer that had begun.
+    a.end = EndState::Open;
+    EXPECT_FALSE(answer_billed(a));
+    a.success = true;
+    EXPECT_TRUE(answer_billed(a));
+    a.cancelled = false;
+    EXPECT_FALSE(answer_billed(a));
+    // No answer: only a cancel.
+    a.answered = false;
+    EXPECT_FALSE(answer_billed(a));
+    a.cancelled = true;
+    EXPECT_TRUE(answer_billed(a));
 }
 
 TEST(Accounting, ModelDeltaCarriesItsOverflowId) {

@@ -274,7 +274,8 @@ TEST(AnthropicReader, WholeMalformed) {
         EXPECT_FALSE(r->read_whole(b, out, err)) << b;
         EXPECT_FALSE(err.empty()) << b;
     }
-    // Wrong-typed or huge counts are absent, never negative or wrapped.
+    // Wrong-typed or huge counts are never taken, never negative or wrapped:
+    // the usage is malformed (billed as unread: the estimate).
     auto r = make_anthropic_reader();
     ChatResponseIR out;
     std::string err;
@@ -282,8 +283,78 @@ TEST(AnthropicReader, WholeMalformed) {
         R"({"type":"message","content":[],"usage":{"input_tokens":"10","output_tokens":-5,"cache_read_input_tokens":99999999999999999999,"cache_creation_input_tokens":9223372036854775807}})",
         out, err));
     EXPECT_TRUE(out.usage.present);
+    EXPECT_TRUE(out.usage.malformed);
     EXPECT_EQ(out.usage.prompt, INT64_MAX);
     EXPECT_EQ(out.usage.completion, 0);
+    // Each count out of range or not an integer, alone.
+    const char* fields[] = {"input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"};
+    for (const char* value : {"1e30", "9223372036854775808", "10.7", "-1", "\"5\"", "false", "{}"}) {
+        for (const char* field : fields) {
+            std::string usage = "{";
+            for (const char* f : fields) {
+                usage += std::string(usage.size() > 1 ? "," : "") + "\"" + f + "\":" + (f == field ? value : "2");
+            }
+            usage += "}";
+            SCOPED_TRACE(usage);
+            auto rr = make_anthropic_reader();
+            ChatResponseIR o;
+            ASSERT_TRUE(rr->read_whole(std::string(R"({"type":"message","content":[],"usage":)") + usage + "}", o, err)) << err;
+            EXPECT_TRUE(o.usage.present);
+            EXPECT_TRUE(o.usage.malformed);
+            EXPECT_TRUE(o.usage.accounting().malformed);
+        }
+    }
+    // null is absent; valid counts are not malformed.
+    r = make_anthropic_reader();
+    ASSERT_TRUE(r->read_whole(R"({"type":"message","content":[],"usage":{"input_tokens":3,"output_tokens":2,"cache_read_input_tokens":null}})",
+                              out, err));
+    EXPECT_TRUE(out.usage.present);
+    EXPECT_FALSE(out.usage.malformed);
+    EXPECT_EQ(out.usage.prompt, 3);
+}
+
+TEST(AnthropicReader, StreamUsageOutOfRange) {
+    // message_start's input_tokens 1e30, message_delta's output_tokens 2^63
+    // or 10.7: a malformed usage from then on; a later count of the same
+    // field replaces it.
+    const auto start = [](const std::string& usage) {
+        return ev("message_start", R"({"type":"message_start","message":{"id":"m","type":"message","role":"assistant","content":[],"usage":)" +
+                                       usage + "}}");
+    };
+    const auto delta = [](const std::string& usage) {
+        return ev("message_delta", R"({"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":)" + usage + "}");
+    };
+    struct Case {
+        std::string start, delta;
+        bool malformed;
+    };
+    const Case cases[] = {
+        {R"({"input_tokens":1e30,"output_tokens":1})", R"({"output_tokens":5})", true},
+        {R"({"input_tokens":25,"output_tokens":1})", R"({"output_tokens":9223372036854775808})", true},
+        {R"({"input_tokens":25,"output_tokens":1})", R"({"output_tokens":10.7})", true},
+        {R"({"input_tokens":25,"output_tokens":1})", R"({"output_tokens":-2})", true},
+        {R"({"input_tokens":1e30,"output_tokens":1})", R"({"input_tokens":25,"output_tokens":5})", false},
+        {R"({"input_tokens":25,"output_tokens":1})", R"({"output_tokens":5})", false},
+    };
+    for (const Case& c : cases) {
+        SCOPED_TRACE(c.start + " " + c.delta);
+        auto r = make_anthropic_reader();
+        std::vector<StreamEventIR> out;
+        std::string err;
+        ASSERT_EQ(r->read_event(start(c.start), out, err), ReadStep::More) << err;
+        ASSERT_EQ(r->read_event(delta(c.delta), out, err), ReadStep::More) << err;
+        const StreamEventIR* last = nullptr;
+        for (const auto& e : out) {
+            if (e.kind == StreamEventIR::Kind::Usage) last = &e;
+        }
+        ASSERT_NE(last, nullptr);
+        EXPECT_TRUE(last->usage.present);
+        EXPECT_EQ(last->usage.malformed, c.malformed);
+        if (!c.malformed) {
+            EXPECT_EQ(last->usage.prompt, 25);
+            EXPECT_EQ(last->usage.completion, 5);
+        }
+    }
 }
 
 TEST(AnthropicReader, RealStream) {

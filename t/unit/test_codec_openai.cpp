@@ -156,6 +156,29 @@ TEST(CodecOpenAI, InvalidFramingMidStream) {
     EXPECT_EQ(r.out, sse({kChunk1}) +
                          "event: error\ndata: {\"error\":{\"message\":\"the upstream provider sent an invalid "
                          "response\",\"type\":\"upstream_error\",\"code\":\"bad_gateway\",\"param\":null}}\n\n");
+    // The usage read before the framing broke stays (billed: answer_billed).
+    c = chat(true, false);
+    r = run(*c, 200, "text/event-stream", sse({kChunk1, kChunk2, kUsageChunk}), 0, BodyEnd::Invalid);
+    EXPECT_EQ(r.res.end, EndState::Invalid);
+    EXPECT_EQ(c->mode(), BodyMode::Stream);
+    EXPECT_TRUE(r.res.usage.present);
+    EXPECT_EQ(r.res.usage.prompt_tokens, 11);
+    EXPECT_EQ(r.res.usage.completion_tokens, 7);
+}
+
+TEST(CodecOpenAI, MalformedUsage) {
+    auto c = chat(true, false);
+    const std::string bad = R"({"id":"c1","object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":11,"completion_tokens":10.7}})";
+    Outcome r = run(*c, 200, "text/event-stream", sse({kChunk1, kChunk2, bad, kDone}));
+    EXPECT_EQ(r.res.end, EndState::Complete);
+    EXPECT_EQ(r.out, sse({kChunk1, kChunk2, kDone}));   // hidden as any usage chunk the client did not ask for
+    EXPECT_TRUE(r.res.usage.present);
+    EXPECT_TRUE(r.res.usage.malformed);
+    c = chat(false, false);
+    r = run(*c, 200, "application/json",
+            R"({"id":"x","object":"chat.completion","choices":[],"usage":{"prompt_tokens":1e30,"completion_tokens":5}})");
+    EXPECT_TRUE(r.res.usage.present);
+    EXPECT_TRUE(r.res.usage.malformed);
 }
 
 TEST(CodecOpenAI, TruncatedOrInvalidJsonBody) {

@@ -87,6 +87,12 @@ TEST(Cutoff, RunningUsageFromTheProvidersReport) {
     output_only.present = true;
     output_only.completion_tokens = 3;
     EXPECT_EQ(stream_usage(output_only, 0, 40, nullptr).prompt_tokens, 10);
+    Usage malformed = anthropic;   // a count out of range: unread, the estimate
+    malformed.malformed = true;
+    malformed.completion_tokens = 1000;
+    u = stream_usage(malformed, 80, 400, nullptr);
+    EXPECT_EQ(u.prompt_tokens, 100);
+    EXPECT_EQ(u.completion_tokens, 20);
 }
 
 TEST(Cutoff, RunningCostAtThePrice) {

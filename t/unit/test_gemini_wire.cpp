@@ -74,7 +74,7 @@ const char* finish_name(FinishReason f) {
 std::string usage_str(const UsageIR& u) {
     if (!u.present) return "absent";
     return "p=" + std::to_string(u.prompt) + " c=" + std::to_string(u.completion) + " cache=" +
-           std::to_string(u.cache_read) + " r=" + std::to_string(u.reasoning);
+           std::to_string(u.cache_read) + " r=" + std::to_string(u.reasoning) + (u.malformed ? " malformed" : "");
 }
 
 std::string describe(const StreamEventIR& e) {
@@ -567,11 +567,27 @@ TEST(GeminiWhole, PromptBlocked) {
 TEST(GeminiWhole, UsageCountsThatAreNotCounts) {
     ChatResponseIR ir;
     std::string err;
+    // Out of range or not integers: a malformed usage (billed as unread: the
+    // estimate, with a warning), whichever count it is.
     ASSERT_TRUE(whole(R"({"candidates":[{"content":{"parts":[{"text":"x"}]},"finishReason":"STOP"}],)"
                       R"("usageMetadata":{"promptTokenCount":-1,"candidatesTokenCount":1.5,"thoughtsTokenCount":"3",)"
                       R"("cachedContentTokenCount":99999999999999999999,"toolUsePromptTokenCount":null}})",
             ir, err));
-    EXPECT_FALSE(ir.usage.present);
+    EXPECT_TRUE(ir.usage.present);
+    EXPECT_TRUE(ir.usage.malformed);
+    EXPECT_TRUE(ir.usage.accounting().malformed);
+    for (const char* bad : {"1e30", "9223372036854775808", "10.7", "-3", "\"12\"", "true", "{}", "[5]"}) {
+        SCOPED_TRACE(bad);
+        ASSERT_TRUE(whole(std::string(R"({"candidates":[{"content":{"parts":[{"text":"x"}]}}],)") +
+                              R"("usageMetadata":{"promptTokenCount":)" + bad + R"(,"candidatesTokenCount":5}})",
+                          ir, err));
+        EXPECT_EQ(usage_str(ir.usage), "p=0 c=5 cache=0 r=0 malformed");
+    }
+    // null is absent
+    ASSERT_TRUE(whole(R"({"candidates":[{"content":{"parts":[{"text":"x"}]}}],)"
+                      R"("usageMetadata":{"promptTokenCount":null,"candidatesTokenCount":5}})",
+            ir, err));
+    EXPECT_EQ(usage_str(ir.usage), "p=0 c=5 cache=0 r=0");
     ASSERT_TRUE(whole(R"({"candidates":[{"content":{"parts":[{"text":"x"}]}}],)"
                       R"("usageMetadata":{"promptTokenCount":9223372036854775807,"toolUsePromptTokenCount":5,)"
                       R"("candidatesTokenCount":9223372036854775807,"thoughtsTokenCount":9223372036854775807}})",
@@ -679,6 +695,23 @@ TEST(GeminiStream, CallEarlierThenStopInLaterChunk) {
     const std::vector<std::string> want = {
         "Start id=", "ToolStart 0 id=call_0 name=f", "ToolArgs 0 {}", "ToolStart 1 id=call_1 name=g",
         R"(ToolArgs 1 {"a":1})", "Finish tool_calls"};
+    EXPECT_EQ(r.events, want);
+}
+
+TEST(GeminiStream, UsageOutOfRangeIsMalformed) {
+    const StreamRun r = stream({
+        R"({"candidates":[{"content":{"parts":[{"text":"a"}],"role":"model"},"index":0}],)"
+        R"("usageMetadata":{"promptTokenCount":40,"candidatesTokenCount":1}})",
+        R"({"candidates":[{"content":{"parts":[{"text":"b"}],"role":"model"},"index":0}],)"
+        R"("usageMetadata":{"promptTokenCount":40,"candidatesTokenCount":10.7}})",
+        R"({"candidates":[{"content":{"parts":[{"text":"c"}],"role":"model"},"finishReason":"STOP","index":0}],)"
+        R"("usageMetadata":{"promptTokenCount":1e30,"candidatesTokenCount":3}})",
+    });
+    const std::vector<std::string> want = {
+        "Start id=", "Text a", "Usage p=40 c=1 cache=0 r=0",
+        "Text b", "Usage p=40 c=0 cache=0 r=0 malformed",
+        "Text c", "Usage p=0 c=3 cache=0 r=0 malformed", "Finish stop",
+    };
     EXPECT_EQ(r.events, want);
 }
 

@@ -39,8 +39,17 @@ Usage usage(std::int64_t p, std::int64_t c) {
     return u;
 }
 
+// A usage with a count that is not one (Usage::malformed): present, and the
+// valid counts as read.
+Usage malformed(std::int64_t p, std::int64_t c) {
+    Usage u = usage(p, c);
+    u.malformed = true;
+    return u;
+}
+
 void expect_usage(const Usage& got, const Usage& want) {
     EXPECT_EQ(got.present, want.present);
+    EXPECT_EQ(got.malformed, want.malformed);
     EXPECT_EQ(got.prompt_tokens, want.prompt_tokens);
     EXPECT_EQ(got.completion_tokens, want.completion_tokens);
 }
@@ -243,9 +252,7 @@ TEST(OpenAiUsage, Missing) {
              R"({"usage":{}})",
              R"({"usage":{"total_tokens":8}})",
              R"({"usage":[1,2]})",
-             R"({"usage":{"prompt_tokens":-1,"completion_tokens":1.5}})",
-             R"({"usage":{"prompt_tokens":"7"}})",
-             R"({"usage":{"prompt_tokens":1e3}})",
+             R"({"usage":{"prompt_tokens":null,"completion_tokens":null}})",
              R"({"choices":[{"usage":{"prompt_tokens":3}}]})",
              R"({"x":{"usage":{"prompt_tokens":3}}})",
              R"([{"usage":{"prompt_tokens":3}}])",
@@ -261,17 +268,36 @@ TEST(OpenAiUsage, Missing) {
 }
 
 TEST(OpenAiUsage, PartlyInvalidCounts) {
+    // One count that is not a count makes the usage malformed (billed as
+    // unread: the estimate), never a direction counted as 0.
     expect_usage(llmgw::usage_from_response(R"({"usage":{"prompt_tokens":12,"completion_tokens":-4}})"),
-                 usage(12, 0));
+                 malformed(12, 0));
+}
+
+TEST(OpenAiUsage, CountsThatAreNotCounts) {
+    for (const char* bad : {"-1", "1.5", "10.7", "1e3", "1e30", "9223372036854775808", "18446744073709551616",
+                            "100000000000000000000", "\"7\"", "true", "{}", "[3]"}) {
+        SCOPED_TRACE(bad);
+        expect_usage(llmgw::usage_from_response(std::string(R"({"usage":{"prompt_tokens":)") + bad + "}}"), malformed(0, 0));
+        expect_usage(llmgw::usage_from_response(std::string(R"({"usage":{"prompt_tokens":21,"completion_tokens":)") + bad +
+                                                R"(,"total_tokens":5}})"),
+                     malformed(21, 0));
+    }
+    // The details' counts are not billed: not looked at.
+    expect_usage(llmgw::usage_from_response(
+                     R"({"usage":{"prompt_tokens":3,"completion_tokens":4,"prompt_tokens_details":{"cached_tokens":1e30}}})"),
+                 usage(3, 4));
 }
 
 TEST(OpenAiUsage, LargeCounts) {
     expect_usage(llmgw::usage_from_response(R"({"usage":{"prompt_tokens":99999999999,"completion_tokens":4294967296}})"),
                  usage(99999999999, 4294967296));
+    expect_usage(llmgw::usage_from_response(R"({"usage":{"prompt_tokens":9223372036854775807}})"),
+                 usage(INT64_MAX, 0));
     expect_usage(llmgw::usage_from_response(
                      R"({"usage":{"prompt_tokens":18446744073709551615,"completion_tokens":-99999999999}})"),
-                 Usage());
-    expect_usage(llmgw::usage_from_response(R"({"usage":{"prompt_tokens":100000000000000000000}})"), Usage());
+                 malformed(0, 0));
+    expect_usage(llmgw::usage_from_response(R"({"usage":{"prompt_tokens":100000000000000000000}})"), malformed(0, 0));
 }
 
 TEST(OpenAiUsage, DeepResponseDoesNotRecurse) {
@@ -319,6 +345,13 @@ TEST(OpenAiChunk, UsageOnly) {
     expect_usage(u, usage(17, 42));
     EXPECT_EQ(llmgw::inspect_stream_chunk(R"({"usage":{"prompt_tokens":1},"choices":[]})", u), ChunkKind::UsageOnly);
     expect_usage(u, usage(1, 0));
+    // Out of range or not an integer: a malformed usage.
+    EXPECT_EQ(llmgw::inspect_stream_chunk(R"({"choices":[],"usage":{"prompt_tokens":21,"completion_tokens":10.7}})", u),
+              ChunkKind::UsageOnly);
+    expect_usage(u, malformed(21, 0));
+    EXPECT_EQ(llmgw::inspect_stream_chunk(R"({"choices":[],"usage":{"prompt_tokens":9223372036854775808,"completion_tokens":5}})", u),
+              ChunkKind::UsageOnly);
+    expect_usage(u, malformed(0, 5));
 }
 
 TEST(OpenAiChunk, Error) {

@@ -255,7 +255,41 @@ TEST(OpenAIReader, WholeMalformed) {
     std::string err;
     ASSERT_TRUE(make_openai_reader()->read_whole(
         R"({"choices":[],"usage":{"prompt_tokens":-1,"completion_tokens":1e300}})", out, err));
-    EXPECT_FALSE(out.usage.present);
+    EXPECT_TRUE(out.usage.present);   // counts that are not counts: a malformed usage (billed as unread)
+    EXPECT_TRUE(out.usage.malformed);
+    ChatResponseIR none;
+    ASSERT_TRUE(make_openai_reader()->read_whole(R"({"choices":[],"usage":{"total_tokens":5}})", none, err));
+    EXPECT_FALSE(none.usage.present);   // no count at all: no usage
+}
+
+TEST(OpenAIReader, UsageOutOfRangeIsMalformed) {
+    for (const char* bad : {"1e30", "9223372036854775808", "10.7", "-3", "\"7\"", "true", "{}", "[1]"}) {
+        for (const char* field : {"prompt_tokens", "completion_tokens"}) {
+            const std::string other = std::string(field) == "prompt_tokens" ? "completion_tokens" : "prompt_tokens";
+            const std::string usage = std::string(R"({")") + field + "\":" + bad + ",\"" + other + "\":5}";
+            SCOPED_TRACE(usage);
+            ChatResponseIR whole;
+            std::string err;
+            ASSERT_TRUE(make_openai_reader()->read_whole(R"({"choices":[],"usage":)" + usage + "}", whole, err)) << err;
+            EXPECT_TRUE(whole.usage.present);
+            EXPECT_TRUE(whole.usage.malformed);
+            EXPECT_TRUE(whole.usage.accounting().malformed);
+            auto r = make_openai_reader();
+            std::vector<StreamEventIR> out;
+            ASSERT_EQ(r->read_event(data(R"({"id":"c1","choices":[],"usage":)" + usage + "}"), out, err), ReadStep::More) << err;
+            ASSERT_FALSE(out.empty());
+            EXPECT_EQ(out.back().kind, StreamEventIR::Kind::Usage);
+            EXPECT_TRUE(out.back().usage.present);
+            EXPECT_TRUE(out.back().usage.malformed);
+        }
+    }
+    // null is absent.
+    ChatResponseIR whole;
+    std::string err;
+    ASSERT_TRUE(make_openai_reader()->read_whole(R"({"choices":[],"usage":{"prompt_tokens":null,"completion_tokens":5}})", whole, err));
+    EXPECT_TRUE(whole.usage.present);
+    EXPECT_FALSE(whole.usage.malformed);
+    EXPECT_EQ(whole.usage.completion, 5);
 }
 
 TEST(OpenAIReader, RealStream) {

@@ -340,3 +340,75 @@ TEST(TranslatingCodec, StoppedByTheGatewayInTheCallersShape) {
     EXPECT_EQ(rest, "");
     EXPECT_EQ(c->result().end, EndState::Stopped);
 }
+
+// A stream that turns invalid after the provider reported its usage ends
+// Invalid with that usage kept, on every codec: the accounting bills it
+// (answer_billed: a streamed answer, invalid) instead of nothing.
+TEST(TranslatingCodec, InvalidAfterUsageKeepsTheUsage) {
+    const std::string broken = "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":\n\n";
+    const std::string upto = kAnthropicStream.substr(0, kAnthropicStream.find("event: content_block_stop"));
+    const std::string rest = kAnthropicStream.substr(upto.size());
+    // OpenAI client, Anthropic provider.
+    auto c = codec(CodecKind::OpenAIChat, ProviderType::Anthropic, true);
+    Outcome r = run(*c, 200, "text/event-stream", upto + broken + rest);
+    EXPECT_EQ(r.res.end, EndState::Invalid);
+    EXPECT_EQ(c->mode(), BodyMode::Stream);
+    EXPECT_TRUE(r.res.usage.present);
+    EXPECT_EQ(r.res.usage.prompt_tokens, 14);
+    EXPECT_EQ(r.res.usage.completion_tokens, 1);
+    EXPECT_EQ(r.res.text_bytes, 5);
+    // Anthropic client, OpenAI provider: invalid after the usage chunk.
+    c = codec(CodecKind::AnthropicMessages, ProviderType::OpenAI, true);
+    r = run(*c, 200, "text/event-stream",
+            "data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"},\"finish_reason\":\"stop\"}]}\n\n"
+            "data: {\"id\":\"c1\",\"choices\":[],\"usage\":{\"prompt_tokens\":21,\"completion_tokens\":7}}\n\n"
+            "data: {\"choices\":\"not an array\"}\n\n"
+            "data: [DONE]\n\n");
+    EXPECT_EQ(r.res.end, EndState::Invalid);
+    EXPECT_TRUE(r.res.usage.present);
+    EXPECT_EQ(r.res.usage.prompt_tokens, 21);
+    EXPECT_EQ(r.res.usage.completion_tokens, 7);
+    // OpenAI client, Gemini provider.
+    c = codec(CodecKind::OpenAIChat, ProviderType::Gemini, true);
+    r = run(*c, 200, "text/event-stream",
+            "data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"Hi\"}]}}],\"usageMetadata\":{\"promptTokenCount\":40,\"candidatesTokenCount\":6}}\r\n\r\n"
+            "data: {\"candidates\":7}\r\n\r\n");
+    EXPECT_EQ(r.res.end, EndState::Invalid);
+    EXPECT_TRUE(r.res.usage.present);
+    EXPECT_EQ(r.res.usage.prompt_tokens, 40);
+    EXPECT_EQ(r.res.usage.completion_tokens, 6);
+    // Native /v1/messages: relayed on, cut, with the usage read before the
+    // broken event (as it always billed).
+    c = codec(CodecKind::AnthropicMessages, ProviderType::Anthropic, true);
+    r = run(*c, 200, "text/event-stream", upto + broken + rest);
+    EXPECT_EQ(r.res.end, EndState::Cut);
+    EXPECT_EQ(r.res.usage.prompt_tokens, 14);
+    EXPECT_EQ(r.res.usage.completion_tokens, 1);
+}
+
+// A usage count out of range reaches the codec's result as malformed, on
+// the translated and the native codecs, whole and streamed.
+TEST(TranslatingCodec, MalformedUsageReachesTheResult) {
+    std::string stream = kAnthropicStream;
+    const std::string at = "\"usage\":{\"output_tokens\":7}";
+    stream.replace(stream.find(at), at.size(), "\"usage\":{\"output_tokens\":10.7}");
+    for (CodecKind api : {CodecKind::OpenAIChat, CodecKind::AnthropicMessages}) {
+        auto c = codec(api, ProviderType::Anthropic, true);
+        Outcome r = run(*c, 200, "text/event-stream", stream);
+        EXPECT_EQ(r.res.end, EndState::Complete);
+        EXPECT_TRUE(r.res.usage.present);
+        EXPECT_TRUE(r.res.usage.malformed) << codec_kind_name(api);
+    }
+    auto c = codec(CodecKind::AnthropicMessages, ProviderType::Anthropic, false);
+    Outcome r = run(*c, 200, "application/json",
+                    R"({"id":"m","type":"message","content":[{"type":"text","text":"x"}],"usage":{"input_tokens":9223372036854775808,"output_tokens":2}})");
+    EXPECT_TRUE(r.res.usage.malformed);
+    c = codec(CodecKind::OpenAIChat, ProviderType::Gemini, false);
+    r = run(*c, 200, "application/json",
+            R"({"candidates":[{"content":{"parts":[{"text":"Hi"}]},"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":1e30,"candidatesTokenCount":2}})");
+    EXPECT_TRUE(r.res.usage.malformed);
+    c = codec(CodecKind::AnthropicMessages, ProviderType::OpenAI, false);
+    r = run(*c, 200, "application/json",
+            R"({"id":"c1","choices":[{"message":{"content":"Hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":-3,"completion_tokens":1}})");
+    EXPECT_TRUE(r.res.usage.malformed);
+}

@@ -63,25 +63,34 @@ std::int64_t count(const rj::Value* v) {
 std::int64_t sat_add(std::int64_t a, std::int64_t b) { return a > INT64_MAX - b ? INT64_MAX : a + b; }
 
 // Reads the counts present in a usage object into the running totals;
-// fields absent keep their value (message_delta carries only some).
+// fields absent (or null) keep their value (message_delta carries only
+// some). A field whose latest value is not a count (negative, 10.7, 1e30,
+// 2^63, a string) makes the usage malformed until a count replaces it.
 struct UsageCounts {
+    enum Field { kInput, kOutput, kCacheCreation, kCacheRead, kFields };
     std::int64_t input = -1, output = -1, cache_creation = -1, cache_read = -1;
+    bool bad[kFields] = {};
 
     void merge(const rj::Value& u) {
         if (!u.IsObject()) return;
-        auto take = [&](const char* n, std::int64_t& into) {
-            std::int64_t v = count(get(u, n));
+        auto take = [&](const char* n, std::int64_t& into, Field f) {
+            const rj::Value* field = get(u, n);
+            if (field == nullptr) return;
+            const std::int64_t v = count(field);
+            bad[f] = v < 0;
             if (v >= 0) into = v;
         };
-        take("input_tokens", input);
-        take("output_tokens", output);
-        take("cache_creation_input_tokens", cache_creation);
-        take("cache_read_input_tokens", cache_read);
+        take("input_tokens", input, kInput);
+        take("output_tokens", output, kOutput);
+        take("cache_creation_input_tokens", cache_creation, kCacheCreation);
+        take("cache_read_input_tokens", cache_read, kCacheRead);
     }
-    bool any() const { return input >= 0 || output >= 0 || cache_creation >= 0 || cache_read >= 0; }
+    bool malformed() const { return bad[kInput] || bad[kOutput] || bad[kCacheCreation] || bad[kCacheRead]; }
+    bool any() const { return input >= 0 || output >= 0 || cache_creation >= 0 || cache_read >= 0 || malformed(); }
     UsageIR ir() const {
         UsageIR u;
         u.present = any();
+        u.malformed = malformed();
         u.cache_creation = cache_creation < 0 ? 0 : cache_creation;
         u.cache_read = cache_read < 0 ? 0 : cache_read;
         u.prompt = sat_add(sat_add(input < 0 ? 0 : input, u.cache_creation), u.cache_read);

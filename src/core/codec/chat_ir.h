@@ -38,12 +38,14 @@ struct UsageIR {
     std::int64_t cache_read = 0;       // part of prompt
     std::int64_t cache_creation = 0;   // part of prompt
     std::int64_t reasoning = 0;        // part of completion
+    bool malformed = false;            // a count reported was not one (Usage::malformed)
 
     Usage accounting() const {
         Usage u;
         u.present = present;
         u.prompt_tokens = prompt;
         u.completion_tokens = completion;
+        u.malformed = malformed;
         return u;
     }
 };

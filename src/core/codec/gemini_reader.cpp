@@ -33,11 +33,14 @@ UsageIR read_usage(const rj::Value& doc) {
     auto m = doc.FindMember("usageMetadata");
     if (m == doc.MemberEnd() || !m->value.IsObject()) return u;
     const rj::Value& um = m->value;
+    // A count there but not a count (negative, 10.7, 1e30, 2^63, a string)
+    // makes the usage malformed (null is absent).
     auto count = [&](const char* name) -> std::int64_t {
         auto c = um.FindMember(name);
-        if (c == um.MemberEnd()) return -1;
+        if (c == um.MemberEnd() || c->value.IsNull()) return -1;
         const std::int64_t n = gemini::count_of(c->value);
-        if (n >= 0) u.present = true;
+        u.present = true;
+        if (n < 0) u.malformed = true;
         return n;
     };
     const std::int64_t prompt = count("promptTokenCount"), cands = count("candidatesTokenCount"),

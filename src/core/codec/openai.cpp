@@ -167,6 +167,7 @@ struct TopScan : CountHandler<TopScan> {
     bool in_usage = false, in_choices = false;
     bool error = false, usage_object = false, choices_array = false, choices_empty = false;
     std::int64_t prompt = -1, completion = -1;  // -1: absent or not a count
+    bool malformed = false;                     // a count member's value is not a count
     // Inside "choices": the last key named completion text (content,
     // reasoning_content, refusal, arguments), and the bytes of such strings.
     bool text_key = false;
@@ -180,6 +181,7 @@ struct TopScan : CountHandler<TopScan> {
             if (member == kUsage) {
                 usage_object = in_usage = k == kObject;
                 prompt = completion = -1;
+                malformed = false;
             }
             if (member == kChoices) {
                 choices_array = in_choices = k == kArray;
@@ -190,12 +192,17 @@ struct TopScan : CountHandler<TopScan> {
         }
     }
 
-    bool Default() {
+    // At the value of prompt_tokens or completion_tokens of the usage object.
+    bool at_count() const { return depth == 2 && in_usage && field != kOtherField; }
+
+    bool Default() {   // true, false
+        if (at_count()) malformed = true;
         on_value(kScalar);
         text_key = false;
         return true;
     }
     bool String(const char*, rj::SizeType len, bool) {
+        if (at_count()) malformed = true;
         on_value(kScalar);
         if (in_choices && text_key) text_bytes += static_cast<std::int64_t>(len);
         text_key = false;
@@ -208,9 +215,11 @@ struct TopScan : CountHandler<TopScan> {
     // A number; v is -1 unless it is a non-negative integer.
     bool number(std::int64_t v) {
         on_value(kScalar);
-        if (depth == 2 && in_usage) {
-            if (field == kPrompt) prompt = v;
-            else if (field == kCompletion) completion = v;
+        if (!at_count()) return true;
+        if (v < 0) {
+            malformed = true;
+        } else {
+            (field == kPrompt ? prompt : completion) = v;
         }
         return true;
     }
@@ -225,12 +234,14 @@ struct TopScan : CountHandler<TopScan> {
         return true;
     }
     bool StartObject() {
+        if (at_count()) malformed = true;
         on_value(kObject);
         text_key = false;
         ++depth;
         return true;
     }
     bool StartArray() {
+        if (at_count()) malformed = true;
         on_value(kArray);
         text_key = false;
         ++depth;
@@ -246,7 +257,8 @@ struct TopScan : CountHandler<TopScan> {
     void fill(Usage& u) const {
         u = Usage();
         if (!usage_object) return;
-        u.present = prompt >= 0 || completion >= 0;
+        u.present = prompt >= 0 || completion >= 0 || malformed;
+        u.malformed = malformed;
         u.prompt_tokens = prompt >= 0 ? prompt : 0;
         u.completion_tokens = completion >= 0 ? completion : 0;
     }

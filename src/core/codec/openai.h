@@ -13,6 +13,11 @@ struct Usage {
     std::int64_t prompt_tokens = 0;
     std::int64_t completion_tokens = 0;  // includes reasoning/thinking tokens
     bool present = false;                // false: the upstream reported none
+    // A count the upstream reported is not one: negative, a fraction or an
+    // exponent, above 2^63-1, or not a number (present is then true, and the
+    // counts hold only the valid ones). Billed as unread usage: estimated,
+    // as an implausible usage is (usage_plausible).
+    bool malformed = false;
 };
 
 struct RequestInfo {
@@ -48,9 +53,11 @@ public:
 // Usage of a complete (non-stream) chat completion or embeddings response:
 // usage.prompt_tokens, usage.completion_tokens (absent for embeddings: 0).
 // present=false when the body is not JSON or carries no usage object, or
-// the object has neither count. A count that is not a non-negative integer
-// is taken as absent. completion_tokens_details.reasoning_tokens is already
-// part of completion_tokens and is not added.
+// the object has neither count. A count that is not an integer from 0 to
+// 2^63-1 (negative, 10.7, 1e30, 2^63, a string) makes the usage malformed
+// (present, Usage::malformed); null is absent.
+// completion_tokens_details.reasoning_tokens is already part of
+// completion_tokens and is not added.
 Usage usage_from_response(std::string_view json_body);
 
 enum class ChunkKind {

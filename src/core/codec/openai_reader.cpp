@@ -76,13 +76,25 @@ std::int64_t count(const rj::Value* v) {
     return v->GetInt64();
 }
 
+// A token count member: its count, or -1 when it is absent (or null); one
+// that is there but not a count (negative, 10.7, 1e30, 2^63, a string) sets
+// malformed.
+std::int64_t count_member(const rj::Value& u, const char* name, bool& malformed) {
+    const rj::Value* v = get(u, name);
+    const std::int64_t n = count(v);
+    if (v != nullptr && n < 0) malformed = true;
+    return n;
+}
+
 // usage -> IR; false when the object has neither count.
 bool read_usage(const rj::Value& u, UsageIR& out) {
     if (!u.IsObject()) return false;
-    std::int64_t p = count(get(u, "prompt_tokens")), c = count(get(u, "completion_tokens"));
-    if (p < 0 && c < 0) return false;
+    bool malformed = false;
+    const std::int64_t p = count_member(u, "prompt_tokens", malformed), c = count_member(u, "completion_tokens", malformed);
+    if (p < 0 && c < 0 && !malformed) return false;
     out = UsageIR();
     out.present = true;
+    out.malformed = malformed;
     out.prompt = p < 0 ? 0 : p;
     out.completion = c < 0 ? 0 : c;
     if (const rj::Value* d = get(u, "prompt_tokens_details")) out.cache_read = std::max<std::int64_t>(0, count(get(*d, "cached_tokens")));

@@ -17,8 +17,26 @@ int metric_from_name(std::string_view name) {
 }
 
 bool usage_plausible(const Usage& u, std::int64_t max_tokens) {
-    return u.prompt_tokens >= 0 && u.completion_tokens >= 0 && u.prompt_tokens <= max_tokens &&
+    return !u.malformed && u.prompt_tokens >= 0 && u.completion_tokens >= 0 && u.prompt_tokens <= max_tokens &&
            u.completion_tokens <= max_tokens;
+}
+
+bool answer_billed(const BilledAnswer& a) {
+    if (!a.answered) return a.cancelled;
+    switch (a.end) {
+    case EndState::Complete:
+    case EndState::StreamError:
+    case EndState::Cut:
+    case EndState::Stopped:
+        return true;
+    case EndState::Invalid:
+        return a.streamed;
+    case EndState::Open:
+        return a.cancelled && a.success;
+    case EndState::UpstreamError:
+        return false;
+    }
+    return false;
 }
 
 bool ScopeDelta::any() const {

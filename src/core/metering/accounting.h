@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/metering/limits.h"
+#include "core/codec/codec.h"
 #include "core/codec/openai.h"
 
 namespace llmgw {
@@ -24,8 +25,25 @@ struct AccountingInput {
 // request (llm_gateway_max_tokens_per_request): it is treated like a missing
 // usage and estimated, so one provider response cannot max out a counter.
 constexpr std::int64_t kDefaultMaxTokensPerRequest = 10000000;
-// True when both directions are within 0..max_tokens.
+// True when both directions are within 0..max_tokens and no count the
+// provider reported was malformed (out of range, not an integer).
 bool usage_plausible(const Usage& u, std::int64_t max_tokens);
+
+// Whether a provider call's answer is billed (its usage, else the
+// estimate): a 2xx answer that began, whatever its end (complete, cut, ended
+// by the provider's error event or by the gateway's cutoff, or a stream that
+// turned invalid after its head went out: the client had part of it), and
+// a call its client left while it ran (open: with a 2xx head). Not billed:
+// no answer, an error status, a whole answer found invalid (the client got
+// a 502 instead).
+struct BilledAnswer {
+    bool answered = false;   // the provider sent a response head
+    EndState end = EndState::Open;
+    bool streamed = false;   // its body was relayed as it came (BodyMode::Stream)
+    bool success = false;    // a 2xx status
+    bool cancelled = false;  // the client left while the call ran
+};
+bool answer_billed(const BilledAnswer& a);
 
 // The metrics a scope counts, in the order their increments are listed.
 enum Metric { kMetricReq, kMetricTokIn, kMetricTokOut, kMetricCost, kMetricRej, kMetricAtt, kMetricFail, kMetricCount };

@@ -42,9 +42,9 @@ std::int64_t StreamUsage::tokens() const {
 
 StreamUsage stream_usage(const Usage& reported, std::int64_t text_bytes, std::size_t body_bytes, const Price* price) {
     StreamUsage u;
-    u.prompt_tokens = reported.present && reported.prompt_tokens > 0 ? reported.prompt_tokens
-                                                                     : static_cast<std::int64_t>(body_bytes / 4);
-    const std::int64_t reported_out = reported.present ? reported.completion_tokens : 0;
+    const bool read = reported.present && !reported.malformed;   // a malformed usage is unread usage
+    u.prompt_tokens = read && reported.prompt_tokens > 0 ? reported.prompt_tokens : static_cast<std::int64_t>(body_bytes / 4);
+    const std::int64_t reported_out = read ? reported.completion_tokens : 0;
     u.completion_tokens = std::max<std::int64_t>(reported_out, std::max<std::int64_t>(text_bytes, 0) / 4);
     u.cost_micros = price != nullptr ? cost_micros(*price, u.prompt_tokens, u.completion_tokens) : 0;
     return u;

@@ -48,9 +48,10 @@ struct StreamUsage {
     std::int64_t cost_micros = 0;
     std::int64_t tokens() const;   // saturating
 };
-// Prompt: the provider's reported input tokens when it reported them, else
-// the request body's bytes / 4. Completion: the larger of the reported
-// completion tokens and text_bytes / 4. Cost at price (null: 0).
+// Prompt: the provider's reported input tokens when it reported them (and
+// no count was malformed), else the request body's bytes / 4. Completion:
+// the larger of the reported completion tokens and text_bytes / 4. Cost at
+// price (null: 0).
 StreamUsage stream_usage(const Usage& reported, std::int64_t text_bytes, std::size_t body_bytes, const Price* price);
 
 // Whether the usage is past what remains of a budget (only budgets that

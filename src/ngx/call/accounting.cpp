@@ -51,21 +51,17 @@ void add_provider_deltas(std::vector<ScopeDelta>& out, const std::string& prov, 
 
 namespace {
 
-// Whether the call produced an answer the client is billed for: a 2xx that
-// began (complete or not), or a call the client left while it was running.
+// Whether the call produced an answer the client is billed for
+// (answer_billed): a 2xx that began (complete or not, a stream that turned
+// invalid included), or a call the client left while it was running.
 bool call_served(const Call& c, bool cancelled) {
-    if (!c.answered()) return cancelled;
-    switch (c.outcome().end) {
-    case EndState::Complete:
-    case EndState::StreamError:
-    case EndState::Cut:
-    case EndState::Stopped:
-        return true;
-    case EndState::Open:
-        return cancelled && c.upstream_status >= 200 && c.upstream_status < 300;
-    default:
-        return false;
-    }
+    BilledAnswer a;
+    a.answered = c.answered();
+    a.end = c.outcome().end;
+    a.streamed = c.codec->mode() == BodyMode::Stream;
+    a.success = c.upstream_status >= 200 && c.upstream_status < 300;
+    a.cancelled = cancelled;
+    return answer_billed(a);
 }
 
 // A passthrough's model is the one its answer names ("" when none).
@@ -182,7 +178,13 @@ void account_request(ngx_log_t* log, MainConf* mcf, RequestCtx* ctx, bool cancel
         // A stream ended at its budget: billed for what reached the client.
         const bool cut_off = call->answered() && call->outcome().end == EndState::Stopped;
         in.usage = cut_off ? ctx->cutoff.relayed_usage : call->outcome().usage;
-        if (in.usage.present && !usage_plausible(in.usage, mcf->max_tokens_per_request)) {
+        if (in.usage.present && in.usage.malformed) {
+            ngx_log_error(NGX_LOG_WARN, log, 0,
+                          "llm_gateway: implausible usage from the provider for model \"%s\" (a token count that is "
+                          "not an integer from 0 to 9223372036854775807); estimating",
+                          log_value(ctx->resolved.canonical).c_str());
+            in.usage = Usage();   // unread usage
+        } else if (in.usage.present && !usage_plausible(in.usage, mcf->max_tokens_per_request)) {
             ngx_log_error(NGX_LOG_WARN, log, 0,
                           "llm_gateway: implausible usage from the provider for model \"%s\" (prompt_tokens=%L "
                           "completion_tokens=%L, over llm_gateway_max_tokens_per_request %i); estimating",

@@ -362,6 +362,7 @@ ngx_int_t Call::on_body(ngx_http_request_t* s, ngx_chain_t* in) {
             bytes = file_bytes;
         }
         if (b->in_file) b->file_pos = b->file_last;
+        if (!bytes.empty() && mode == Mode::Relay) bytes = bytes.substr(0, request_on_answer_bytes(*this, bytes.size()));
         if (!bytes.empty()) codec->feed(bytes, out);
     }
     deliver(out);
@@ -396,6 +397,14 @@ void Call::expire(bool planned) {
     if (pc->write->timer_set) ngx_del_timer(pc->write);
     ev->timedout = 1;
     ev->handler(ev);
+}
+
+void Call::stop_reading() {
+    if (state != State::Running || sr == nullptr || sr->upstream == nullptr) return;
+    ngx_connection_t* pc = sr->upstream->peer.connection;
+    // The upstream module's read loops (buffered or not) stop at a read
+    // event that is not ready; the posted end runs in this same turn.
+    if (pc != nullptr) pc->read->ready = 0;
 }
 
 void end_chosen_call(ngx_event_t* ev, void (*before)(ngx_http_request_t* r, RequestCtx* ctx)) {

@@ -46,6 +46,10 @@ public:
     // (the stream cutoff, the drain's bound), so nginx's "upstream timed
     // out" line is logged at info instead of error.
     void expire(bool planned = false);
+    // nginx reads no more of the answer in this turn of the event loop (it
+    // would read on while the provider's bytes keep arriving): for a call
+    // whose end was just posted (the stream cutoff, the drain's bound).
+    void stop_reading();
     // A header of the upstream's response ("" when absent or no answer).
     std::string response_header(std::string_view name) const;
     std::string_view response_type() const;
@@ -133,9 +137,11 @@ private:
 // Implemented by the request side (relay.cpp): what the request does with a
 // Call's output. on_stream_head: a streamed answer begins (send the client's
 // head, if this call is the one that answers); on_stream_bytes: client bytes
-// of that stream.
+// of that stream; on_answer_bytes: n bytes of the answer were read from the
+// provider, how many of them the codec may have (the drain's byte bound).
 ngx_int_t request_on_stream_head(Call& call);
 ngx_int_t request_on_stream_bytes(Call& call, std::string_view bytes);
+std::size_t request_on_answer_bytes(Call& call, std::size_t n);
 
 // An event handler's end of a request's provider call (the drain's bound,
 // the stream cutoff): ev->data is the main request; its chosen call, while

@@ -67,13 +67,31 @@ void drain_watch_handler(ngx_http_request_t* s) {
     start_drain(s, ctx);
 }
 
-// Bytes of the answer that nobody will read: counted against the bound.
-void drained(ngx_http_request_t* s, RequestCtx* ctx, std::size_t n) {
-    ctx->drained += n;
+// Bytes read from the provider after the client left, counted against the
+// bound as they come off the connection: what the client would have got
+// (translated, hidden, or nothing at all for a ping) does not matter, and
+// nothing past the bound reaches the codec, however much one turn of the
+// event loop reads.
+std::size_t drain_take(Call& call, std::size_t n) {
+    RequestCtx* ctx = call.req;
+    ngx_http_request_t* s = call.sr;
+    const std::size_t bound = main_conf(s)->drain_size;
+    const std::size_t left = ctx->drained < bound ? bound - ctx->drained : 0;
+    const std::size_t take = n < left ? n : left;
+    ctx->drained += take;
+    if (take < n) {
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, s->connection->log, 0,
+                       "llm_gateway: drain: %uz bytes past the bound of %uz dropped unread", n - take, bound);
+    }
+    if (left == 0 || ctx->drained < bound) return take;
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, s->connection->log, 0,
+                   "llm_gateway: drain: %uz bytes read, the bound; ending the provider call", ctx->drained);
     ngx_event_t* ev = ctx->drain_timer;
-    if (ctx->drained <= main_conf(s)->drain_size || ev == nullptr || ev->posted) return;
+    if (ev == nullptr) return take;   // no event to end it: it runs to its end, its bytes dropped
     if (ev->timer_set) ngx_del_timer(ev);
     ngx_post_event(ev, &ngx_posted_events);   // not from inside the upstream's own read
+    call.stop_reading();
+    return take;
 }
 
 }  // namespace llmgw

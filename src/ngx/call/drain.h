@@ -9,6 +9,8 @@
 
 namespace llmgw {
 
+class Call;
+
 // Whether the client's connection is gone (HTTP/1: EOF or an error on a
 // peek; HTTP/2 ends its streams itself).
 bool client_gone(ngx_http_request_t* r);
@@ -20,8 +22,10 @@ void start_drain(ngx_http_request_t* r, RequestCtx* ctx);
 // upstream module's (which would end the call when the client goes away).
 void drain_watch_handler(ngx_http_request_t* s);
 
-// n more bytes of the answer that nobody will read; past the byte bound the
-// call is ended (from a posted event).
-void drained(ngx_http_request_t* s, RequestCtx* ctx, std::size_t n);
+// n more bytes read from the provider (before its codec sees them) for an
+// answer that nobody will read: how many of them its codec gets, so that no
+// more than the byte bound is ever read. At the bound the call is ended
+// (from a posted event) and stops reading; bytes past it are dropped unread.
+std::size_t drain_take(Call& call, std::size_t n);
 
 }  // namespace llmgw

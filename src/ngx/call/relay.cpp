@@ -546,7 +546,15 @@ ngx_int_t request_on_stream_bytes(Call& call, std::string_view data) {
     const bool drains = main_conf(sr)->drain_time > 0;
     if (drains && !ctx->client_left && sr->connection->error) start_drain(sr, ctx);
     if (ctx->client_left) {
-        drained(sr, ctx, data.size());
+        // Read for its usage only, and held to the caller's budget as a
+        // client that stayed would be: at the read that crosses it the call
+        // is ended, and what came before is billed as if it was relayed.
+        if (cutoff_stops(call)) {
+            ngx_log_debug0(NGX_LOG_DEBUG_HTTP, sr->connection->log, 0,
+                           "llm_gateway: drain: the stream crossed the budget; ending the provider call");
+            return NGX_OK;
+        }
+        cutoff_relayed(call);
         return NGX_OK;
     }
     if (cutoff_stops(call)) return NGX_OK;   // not sent: the stream ends at the budget
@@ -567,12 +575,21 @@ ngx_int_t request_on_stream_bytes(Call& call, std::string_view data) {
     ngx_int_t rc = next_body_filter(sr, cl);
     ngx_chain_update_chains(sr->pool, &call.free_bufs, &call.busy_bufs, &cl,
                             reinterpret_cast<ngx_buf_tag_t>(&ngx_http_llm_gateway_module));
-    if (rc != NGX_ERROR) cutoff_relayed(call);
-    if (rc == NGX_ERROR && drains && sr->connection->error) {   // the write found the client gone
+    const bool gone = rc == NGX_ERROR && drains && sr->connection->error;   // the write found the client gone
+    if (rc != NGX_ERROR || gone) cutoff_relayed(call);   // within the budget: billed as a client that stayed would be
+    if (gone) {
         start_drain(sr, ctx);
         return NGX_OK;
     }
     return rc;
+}
+
+// Bytes read from the provider for a call: its codec has them all, unless
+// its client left and the drain's byte bound is reached.
+std::size_t request_on_answer_bytes(Call& call, std::size_t n) {
+    RequestCtx* ctx = call.req;
+    if (&call != ctx->chosen || !ctx->client_left) return n;
+    return drain_take(call, n);
 }
 
 ngx_int_t answer_chosen(ngx_http_request_t* r, RequestCtx* ctx) { return answer(r, ctx); }

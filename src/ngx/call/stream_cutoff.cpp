@@ -40,6 +40,7 @@ bool cutoff_stops(Call& call) {
     ev->data = r;
     ev->log = r->connection->log;
     ngx_post_event(ev, &ngx_posted_events);
+    call.stop_reading();
     return true;
 }
 
