@@ -15,13 +15,16 @@ use Test::More;
 Gw::need_module();
 
 my $KEY = 'sk-bad-upstream-alice-5e6f7a';
+my $ADMIN = 'sk-bad-upstream-root-8b9c0d';
 my $T = JSON::PP::true;
 
 my $mock = Gw::Mock->start();
 my $ng = Gw::Nginx->start(workers => 1, vars => { MOCK => $mock->port }, conf => GwConf::gateway(
     providers => [{ name => 'mock', key => 'sk-bad-upstream-provider', models => 'gpt-4o-mini', default => 1,
-                    loc_extra => 'proxy_read_timeout 5s;' }],
-    http => "llm_gateway_user alice key=$KEY;\n"));
+                    loc_extra => 'proxy_read_timeout 5s;' },
+                  { name => 'gem', type => 'gemini', key => 'AIza-bad-upstream', models => 'gemini-embedding-001' }],
+    http => "llm_gateway_user alice key=$KEY;\nllm_gateway_user root key=$ADMIN admin;\n",
+    server => 'location /admin { llm_gateway_admin; }'));
 
 my $INVALID = '{"error":{"message":"the upstream provider sent an invalid response","type":"upstream_error",'
             . '"code":"bad_gateway","param":null}}';
@@ -90,6 +93,46 @@ for my $row (@rows) {
         is(scalar @{ $mock->requests }, 1, 'one upstream call');
     };
 }
+
+# Gemini's batchEmbedContents answers one vector per input, in order: another
+# number of them answers some other request.
+for my $n (0, 1, 3) {
+    subtest "Gemini batch embeddings: $n vectors for 2 inputs" => sub {
+        $mock->reset;
+        my $answer = '{"embeddings":[' . join(',', map { '{"values":[0.5]}' } 1 .. $n) . ']}';
+        $mock->script({ wire => $head->('200 OK', 'Content-Type: application/json', 'Content-Length: ' . length $answer)
+                                . $answer });
+        my $size = length $ng->error_log;
+        my $r = Gw::stream_request(POST => $ng->url('/v1/embeddings'), headers => GwConf::bearer($KEY),
+                                   body => { model => 'gem/gemini-embedding-001', input => ['a', 'b'] }, timeout => 10);
+        is($r->{status}, 502, 'status 502');
+        ok($r->{complete}, 'a complete response');
+        is($r->{body}, $INVALID, 'body');
+        is($r->{headers}{'content-type'}, 'application/json', 'content type');
+        my $why = "the number of embeddings ($n) is not the number of inputs (2)";
+        my $line = $ng->wait_log(qr/llm_gateway: provider "gem" sent an invalid response: \Q$why\E/);
+        ok($line, 'warn log') or diag(substr($ng->error_log, $size));
+        like($line // '', qr/\[warn\]/, 'at warn');
+        my $ev = Gw::http(GET => $ng->url('/admin/api/events?limit=1'), headers => GwConf::bearer($ADMIN))->{json}{events}[0];
+        is_deeply({ map { $_ => $ev->{$_} } qw(kind status message provider route) },
+                  { kind => 'upstream', status => 502, message => $why, provider => 'gem', route => 'embeddings' },
+                  'the upstream event');
+        my $reqs = $mock->requests;
+        is(scalar @$reqs, 1, 'one upstream call');
+        like($reqs->[0]{path} // '', qr/:batchEmbedContents$/, 'to batchEmbedContents');
+    };
+}
+
+subtest 'Gemini batch embeddings: 2 vectors for 2 inputs' => sub {
+    $mock->reset;
+    my $answer = '{"embeddings":[{"values":[0.5]},{"values":[-1]}]}';
+    $mock->script({ wire => $head->('200 OK', 'Content-Type: application/json', 'Content-Length: ' . length $answer)
+                            . $answer });
+    my $r = Gw::http(POST => $ng->url('/v1/embeddings'), headers => GwConf::bearer($KEY),
+                     body => { model => 'gem/gemini-embedding-001', input => ['a', 'b'] });
+    is($r->{status}, 200, 'status 200');
+    is_deeply([map { $_->{embedding} } @{ $r->{json}{data} // [] }], [[0.5], [-1]], 'both vectors, in order');
+};
 
 subtest 'the gateway still answers normally afterwards' => sub {
     $mock->reset;

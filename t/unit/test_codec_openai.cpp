@@ -191,10 +191,35 @@ TEST(CodecOpenAI, TruncatedOrInvalidJsonBody) {
         EXPECT_EQ(r.out, "{\"error\":{\"message\":\"the upstream provider sent an invalid response\","
                          "\"type\":\"upstream_error\",\"code\":\"bad_gateway\",\"param\":null}}");
     }
-    auto c = chat(false, false);
-    Outcome r = run(*c, 200, "application/json", R"({"id":"x")", 0, BodyEnd::Cut);
+}
+
+// A whole answer is held until complete: one cut short reached nobody, so it
+// is an invalid answer (the 502 envelope), a stream request's JSON answer too.
+TEST(CodecOpenAI, WholeAnswerCutShort) {
+    const std::string envelope = "{\"error\":{\"message\":\"the upstream provider sent an invalid response\","
+                                 "\"type\":\"upstream_error\",\"code\":\"bad_gateway\",\"param\":null}}";
+    for (bool stream : {false, true}) {
+        for (const std::string& body : {std::string(R"({"id":"x")"), std::string()}) {
+            auto c = chat(stream, false);
+            Outcome r = run(*c, 200, "application/json", body, 0, BodyEnd::Cut);
+            EXPECT_EQ(r.mode, BodyMode::Whole);
+            EXPECT_EQ(r.res.end, EndState::Invalid);
+            EXPECT_EQ(r.res.status, 502);
+            EXPECT_EQ(r.res.content_type, "application/json");
+            EXPECT_EQ(r.res.text, "the response body ended before completion");
+            EXPECT_EQ(r.out, envelope);
+        }
+    }
+    auto e = make_codec(CodecKind::OpenAIEmbeddings, CodecOptions());
+    Outcome r = run(*e, 200, "application/json", R"({"data":[)", 0, BodyEnd::Cut);
+    EXPECT_EQ(r.res.end, EndState::Invalid);
+    EXPECT_EQ(r.out, envelope);
+    // A stream cut after its first event ends with the error event.
+    auto s = chat(true, false);
+    r = run(*s, 200, "text/event-stream", sse({kChunk1}), 0, BodyEnd::Cut);
     EXPECT_EQ(r.res.end, EndState::Cut);
-    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(r.out, sse({kChunk1}) + "event: error\ndata: {\"error\":{\"message\":\"the upstream stream ended before "
+                                      "completion\",\"type\":\"upstream_error\",\"code\":\"stream_interrupted\",\"param\":null}}\n\n");
 }
 
 TEST(CodecOpenAI, InvalidUtf8IsRelayed) {

@@ -789,16 +789,17 @@ TEST(GeminiStream, InvalidEvents) {
 
 namespace {
 
-std::string embed_req(const std::string& json, bool* batch_out = nullptr, std::string_view model = "gemini-embedding-001") {
+std::string embed_req(const std::string& json, std::size_t* batch_out = nullptr,
+                      std::string_view model = "gemini-embedding-001") {
     rapidjson::Document d = parse(json);
     std::string body, err;
-    bool batch = true;
+    std::size_t batch = 99;
     if (!gemini_embed_request_from_openai(d, model, batch, body, err)) return "400: " + err;
     if (batch_out) *batch_out = batch;
     return body;
 }
 
-std::string embed_resp(const std::string& body, bool batch, bool base64, std::string* err_out = nullptr) {
+std::string embed_resp(const std::string& body, std::size_t batch, bool base64, std::string* err_out = nullptr) {
     std::string out, err;
     Usage u;
     u.present = true;
@@ -814,20 +815,20 @@ std::string embed_resp(const std::string& body, bool batch, bool base64, std::st
 }  // namespace
 
 TEST(GeminiEmbed, Requests) {
-    bool batch = true;
+    std::size_t batch = 99;
     EXPECT_EQ(embed_req(R"({"model":"e","input":"hello","encoding_format":"base64","user":"u"})", &batch),
             R"({"content":{"parts":[{"text":"hello"}]}})");
-    EXPECT_FALSE(batch);
+    EXPECT_EQ(batch, 0u);
     EXPECT_EQ(embed_req(R"({"model":"e","input":"hello","dimensions":256})", &batch),
             R"({"content":{"parts":[{"text":"hello"}]},"outputDimensionality":256})");
-    EXPECT_FALSE(batch);
+    EXPECT_EQ(batch, 0u);
     EXPECT_EQ(embed_req(R"({"model":"e","input":["a","b"],"dimensions":768,"encoding_format":"float"})", &batch),
             R"({"requests":[{"model":"models/gemini-embedding-001","content":{"parts":[{"text":"a"}]},"outputDimensionality":768},)"
             R"({"model":"models/gemini-embedding-001","content":{"parts":[{"text":"b"}]},"outputDimensionality":768}]})");
-    EXPECT_TRUE(batch);
+    EXPECT_EQ(batch, 2u);
     EXPECT_EQ(embed_req(R"({"input":["only"]})", &batch),
             R"({"requests":[{"model":"models/gemini-embedding-001","content":{"parts":[{"text":"only"}]}}]})");
-    EXPECT_TRUE(batch);
+    EXPECT_EQ(batch, 1u);
     // Model and text are JSON-escaped and made valid UTF-8.
     EXPECT_EQ(embed_req("{\"input\":[\"\\\"q\\\"\\n\xff\"]}", nullptr, "m\"\xfe"),
             "{\"requests\":[{\"model\":\"models/m\\\"\xEF\xBF\xBD\",\"content\":{\"parts\":[{\"text\":\"\\\"q\\\"\\n\xEF\xBF\xBD\"}]}}]}");
@@ -858,21 +859,21 @@ TEST(GeminiEmbed, RequestRefusals) {
 }
 
 TEST(GeminiEmbed, FloatResponses) {
-    EXPECT_EQ(embed_resp(R"({"embedding":{"values":[0.013168523,-0.00871201,1,0,-2.5e-7]}})", false, false),
+    EXPECT_EQ(embed_resp(R"({"embedding":{"values":[0.013168523,-0.00871201,1,0,-2.5e-7]}})", 0, false),
             R"({"object":"list","data":[{"object":"embedding","index":0,"embedding":[0.013168523,-0.00871201,1.0,0.0,-2.5e-7]}],)"
             R"("model":"my-embed","usage":{"prompt_tokens":0,"total_tokens":0}})");
-    EXPECT_EQ(embed_resp(R"({"embeddings":[{"values":[0.5]},{"values":[-1,2]}]})", true, false),
+    EXPECT_EQ(embed_resp(R"({"embeddings":[{"values":[0.5]},{"values":[-1,2]}]})", 2, false),
             R"({"object":"list","data":[{"object":"embedding","index":0,"embedding":[0.5]},)"
             R"({"object":"embedding","index":1,"embedding":[-1.0,2.0]}],)"
             R"("model":"my-embed","usage":{"prompt_tokens":0,"total_tokens":0}})");
 }
 
 TEST(GeminiEmbed, Base64Responses) {
-    EXPECT_EQ(embed_resp(R"({"embedding":{"values":[1.0,-2.0,0.5]}})", false, true),
+    EXPECT_EQ(embed_resp(R"({"embedding":{"values":[1.0,-2.0,0.5]}})", 0, true),
             R"({"object":"list","data":[{"object":"embedding","index":0,"embedding":"AACAPwAAAMAAAAA/"}],)"
             R"("model":"my-embed","usage":{"prompt_tokens":0,"total_tokens":0}})");
     EXPECT_EQ(embed_resp(R"({"embeddings":[{"values":[1.0]},{"values":[1.0,0.5]},{"values":[0.013168523,-0.00871201]},{"values":[]}]})",
-                      true, true),
+                      4, true),
             R"({"object":"list","data":[{"object":"embedding","index":0,"embedding":"AACAPw=="},)"
             R"({"object":"embedding","index":1,"embedding":"AACAPwAAAD8="},)"
             R"({"object":"embedding","index":2,"embedding":"ysBXPNK8Drw="},)"
@@ -883,32 +884,37 @@ TEST(GeminiEmbed, Base64Responses) {
 TEST(GeminiEmbed, MalformedAnswers) {
     struct Case {
         std::string body;
-        bool batch;
+        std::size_t batch;   // 0: embedContent, else the inputs sent
         const char* err;
     };
     const Case cases[] = {
-        {"", false, "the answer is not JSON"},
-        {R"({"embedding":{"values":[0.1,)", false, "the answer is not JSON"},
-        {R"({"embedding":{"values":[1e400]}})", false, "the answer is not JSON"},
-        {R"({"embedding":{"values":[NaN]}})", false, "the answer is not JSON"},
-        {R"({"embedding":{"values":[Infinity]}})", false, "the answer is not JSON"},
-        {std::string(300, '[') + std::string(300, ']'), false, "the answer is not JSON"},
-        {"[]", false, "the answer is not a JSON object"},
-        {"{}", false, "the answer has no embedding"},
-        {R"({"embeddings":[{"values":[1]}]})", false, "the answer has no embedding"},
-        {R"({"embedding":[1,2]})", false, "an embedding is not an object"},
-        {R"({"embedding":{}})", false, "an embedding has no values array"},
-        {R"({"embedding":{"values":{"0":1}}})", false, "an embedding has no values array"},
-        {R"({"embedding":{"values":[1,"2"]}})", false, "an embedding value is not a finite float"},
-        {R"({"embedding":{"values":[null]}})", false, "an embedding value is not a finite float"},
-        {R"({"embedding":{"values":[1e300]}})", false, "an embedding value is not a finite float"},
-        {R"({"embedding":{"values":[-3.5e38]}})", false, "an embedding value is not a finite float"},
-        {"{}", true, "the answer has no embeddings array"},
-        {R"({"embedding":{"values":[1]}})", true, "the answer has no embeddings array"},
-        {R"({"embeddings":{}})", true, "the answer has no embeddings array"},
-        {R"({"embeddings":[{"values":[1]},3]})", true, "an embedding is not an object"},
-        {R"({"embeddings":[{"values":[1]},{"values":[[1]]}]})", true, "an embedding value is not a finite float"},
-        {"{\"embedding\":{\"values\":[\"\xff\"]}}", false, "an embedding value is not a finite float"},
+        {"", 0, "the answer is not JSON"},
+        {R"({"embedding":{"values":[0.1,)", 0, "the answer is not JSON"},
+        {R"({"embedding":{"values":[1e400]}})", 0, "the answer is not JSON"},
+        {R"({"embedding":{"values":[NaN]}})", 0, "the answer is not JSON"},
+        {R"({"embedding":{"values":[Infinity]}})", 0, "the answer is not JSON"},
+        {std::string(300, '[') + std::string(300, ']'), 0, "the answer is not JSON"},
+        {"[]", 0, "the answer is not a JSON object"},
+        {"{}", 0, "the answer has no embedding"},
+        {R"({"embeddings":[{"values":[1]}]})", 0, "the answer has no embedding"},
+        {R"({"embedding":[1,2]})", 0, "an embedding is not an object"},
+        {R"({"embedding":{}})", 0, "an embedding has no values array"},
+        {R"({"embedding":{"values":{"0":1}}})", 0, "an embedding has no values array"},
+        {R"({"embedding":{"values":[1,"2"]}})", 0, "an embedding value is not a finite float"},
+        {R"({"embedding":{"values":[null]}})", 0, "an embedding value is not a finite float"},
+        {R"({"embedding":{"values":[1e300]}})", 0, "an embedding value is not a finite float"},
+        {R"({"embedding":{"values":[-3.5e38]}})", 0, "an embedding value is not a finite float"},
+        {"{}", 2, "the answer has no embeddings array"},
+        {R"({"embedding":{"values":[1]}})", 2, "the answer has no embeddings array"},
+        {R"({"embeddings":{}})", 2, "the answer has no embeddings array"},
+        {R"({"embeddings":[{"values":[1]},3]})", 2, "an embedding is not an object"},
+        {R"({"embeddings":[{"values":[1]},{"values":[[1]]}]})", 2, "an embedding value is not a finite float"},
+        {"{\"embedding\":{\"values\":[\"\xff\"]}}", 0, "an embedding value is not a finite float"},
+        // Not as many vectors as inputs: the answer to some other request.
+        {R"({"embeddings":[]})", 2, "the number of embeddings (0) is not the number of inputs (2)"},
+        {R"({"embeddings":[{"values":[1]}]})", 2, "the number of embeddings (1) is not the number of inputs (2)"},
+        {R"({"embeddings":[{"values":[1]},{"values":[2]},{"values":[3]}]})", 2, "the number of embeddings (3) is not the number of inputs (2)"},
+        {R"({"embeddings":[{"values":[1]},{"values":[2]}]})", 1, "the number of embeddings (2) is not the number of inputs (1)"},
     };
     for (const auto& c : cases) {
         for (bool b64 : {false, true}) {
@@ -928,7 +934,7 @@ TEST(GeminiHuge, LargeBodiesPassThrough) {
     EXPECT_EQ(ir.text, data);
     std::string values = "0.25";
     for (int i = 0; i < 100000; ++i) values += ",0.25";
-    const std::string out = embed_resp(R"({"embedding":{"values":[)" + values + "]}}", false, true);
+    const std::string out = embed_resp(R"({"embedding":{"values":[)" + values + "]}}", 0, true);
     EXPECT_EQ(out.size(), std::string(R"({"object":"list","data":[{"object":"embedding","index":0,"embedding":""}],)"
                                       R"("model":"my-embed","usage":{"prompt_tokens":0,"total_tokens":0}})").size() +
                                   (100001 * 4 + 2) / 3 * 4);

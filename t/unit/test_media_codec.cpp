@@ -118,6 +118,59 @@ TEST(MediaCodec, AnswersRelayedAsTheyCame) {
     EXPECT_NE(e.find("bad audio"), std::string::npos);
 }
 
+// Audio's head goes out with its first bytes: cut or broken before them,
+// nothing reached the caller and the answer is refused with the 502
+// envelope, as a whole answer is; after them, the relayed bytes stay as
+// they are (Cut, Invalid: the shell closes the connection).
+TEST(MediaCodec, RelayedAnswerCutBeforeItsFirstBytes) {
+    const std::string envelope = "{\"error\":{\"message\":\"the upstream provider sent an invalid response\","
+                                 "\"type\":\"upstream_error\",\"code\":\"bad_gateway\",\"param\":null}}";
+    for (CodecKind k : {CodecKind::OpenAISpeech, CodecKind::OpenAITranscription}) {
+        auto c = make_codec(k, CodecOptions());
+        EXPECT_EQ(c->head(200, "audio/mpeg"), BodyMode::Stream);
+        EXPECT_TRUE(c->head_waits_for_bytes());
+        std::string out;
+        c->feed("", out);
+        c->finish(BodyEnd::Cut, out);
+        EXPECT_EQ(out, envelope);
+        EXPECT_EQ(c->result().end, EndState::Invalid);
+        EXPECT_EQ(c->result().status, 502);
+        EXPECT_EQ(c->result().content_type, "application/json");
+        EXPECT_EQ(c->result().text, "the response body ended before completion");
+    }
+    auto broken = make_codec(CodecKind::OpenAISpeech, CodecOptions());
+    EXPECT_EQ(drive(*broken, 200, "audio/wav", "", BodyEnd::Invalid), envelope);
+    EXPECT_EQ(broken->result().end, EndState::Invalid);
+    EXPECT_EQ(broken->result().text, "invalid framing of the response body");
+    // A complete empty answer is complete.
+    auto empty = make_codec(CodecKind::OpenAISpeech, CodecOptions());
+    EXPECT_EQ(drive(*empty, 200, "audio/mpeg", ""), "");
+    EXPECT_EQ(empty->result().end, EndState::Complete);
+    // After one byte: relayed as it came.
+    auto late = make_codec(CodecKind::OpenAISpeech, CodecOptions());
+    EXPECT_EQ(drive(*late, 200, "audio/mpeg", "\x01", BodyEnd::Cut), "\x01");
+    EXPECT_EQ(late->result().end, EndState::Cut);
+    auto late_broken = make_codec(CodecKind::OpenAISpeech, CodecOptions());
+    EXPECT_EQ(drive(*late_broken, 200, "audio/mpeg", "\x01", BodyEnd::Invalid), "\x01");
+    EXPECT_EQ(late_broken->result().end, EndState::Invalid);
+    // An SSE transcription sends its head at once, and closes with its error event.
+    auto sse = make_codec(CodecKind::OpenAITranscription, CodecOptions());
+    EXPECT_EQ(sse->head(200, "text/event-stream"), BodyMode::Stream);
+    EXPECT_FALSE(sse->head_waits_for_bytes());
+    std::string out;
+    sse->finish(BodyEnd::Cut, out);
+    EXPECT_EQ(sse->result().end, EndState::Cut);
+    EXPECT_EQ(out.rfind("event: error\n", 0), 0u) << out;
+    // No other codec holds its head back.
+    for (CodecKind k : {CodecKind::OpenAIChat, CodecKind::Passthrough, CodecKind::Relay}) {
+        CodecOptions o;
+        o.client_stream = true;
+        auto c = make_codec(k, o);
+        c->head(200, "text/event-stream");
+        EXPECT_FALSE(c->head_waits_for_bytes()) << codec_kind_name(k);
+    }
+}
+
 TEST(ProviderGroups, RestrictToGroupKeepsOpenTargets) {
     ProviderConf open, closed;
     open.name = "a";

@@ -303,6 +303,39 @@ TEST(GeminiEmbedCodec, OneAndMany) {
     EXPECT_EQ(r.res.status, 502);
 }
 
+// batchEmbedContents answers one vector per input, in order: another number
+// of vectors is an invalid answer (502), never a 200 matching other inputs.
+TEST(GeminiEmbedCodec, AsManyVectorsAsInputs) {
+    const std::string envelope = "{\"error\":{\"message\":\"the upstream provider sent an invalid response\","
+                                 "\"type\":\"upstream_error\",\"code\":\"bad_gateway\",\"param\":null}}";
+    const std::pair<const char*, std::size_t> wrong[] = {
+        {R"({"embeddings":[]})", 0},
+        {R"({"embeddings":[{"values":[1]}]})", 1},
+        {R"({"embeddings":[{"values":[1]},{"values":[2]},{"values":[3]}]})", 3},
+    };
+    for (const auto& [body, n] : wrong) {
+        auto c = codec(CodecKind::OpenAIEmbeddings, ProviderType::Gemini, false);
+        build(*c, R"({"model":"e","input":["a","b"]})");
+        Outcome r = run(*c, 200, "application/json", body);
+        EXPECT_EQ(r.res.end, EndState::Invalid) << body;
+        EXPECT_EQ(r.res.status, 502);
+        EXPECT_EQ(r.res.content_type, "application/json");
+        EXPECT_EQ(r.res.text, "the number of embeddings (" + std::to_string(n) + ") is not the number of inputs (2)");
+        EXPECT_EQ(r.out, envelope);
+    }
+    auto c = codec(CodecKind::OpenAIEmbeddings, ProviderType::Gemini, false);
+    build(*c, R"({"model":"e","input":["a","b"]})");
+    Outcome r = run(*c, 200, "application/json", R"({"embeddings":[{"values":[1]},{"values":[2]}]})");
+    EXPECT_EQ(r.res.end, EndState::Complete);
+    EXPECT_EQ(r.out, R"({"object":"list","data":[{"object":"embedding","index":0,"embedding":[1.0]},{"object":"embedding","index":1,"embedding":[2.0]}],"model":"alias-x","usage":{"prompt_tokens":0,"total_tokens":0}})");
+    // A list of one input: one vector.
+    c = codec(CodecKind::OpenAIEmbeddings, ProviderType::Gemini, false);
+    build(*c, R"({"model":"e","input":["only"]})");
+    r = run(*c, 200, "application/json", R"({"embeddings":[{"values":[1]},{"values":[2]}]})");
+    EXPECT_EQ(r.res.end, EndState::Invalid);
+    EXPECT_EQ(r.res.text, "the number of embeddings (2) is not the number of inputs (1)");
+}
+
 TEST(TranslatingCodec, StoppedByTheGatewayInTheCallersShape) {
     const std::string msg = "budget exceeded: user \"alice\" tokensPerDay 1000";
     const std::string half = kAnthropicStream.substr(0, kAnthropicStream.find("event: content_block_stop"));

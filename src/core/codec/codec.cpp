@@ -193,13 +193,16 @@ void Codec::feed(std::string_view bytes, std::string& out) {
 
 void Codec::take(std::string_view bytes, std::string& out) {
     switch (mode_) {
-    case BodyMode::Stream:
+    case BodyMode::Stream: {
+        const std::size_t before = out.size();
         if (spilled_) {
             out.append(bytes);
         } else {
             on_stream(bytes, out);
         }
+        if (out.size() > before) streamed_ = true;
         return;
+    }
     case BodyMode::Whole:
         if (buf_.size() + bytes.size() > opt_.whole_limit) {
             // Too big to hold: relayed from here on, usage unknown.
@@ -246,13 +249,18 @@ void Codec::stream_not_complete(BodyEnd how, std::string& out) {
 }
 
 void Codec::invalid(std::string_view why, std::string& out) {
-    const bool started = mode_ == BodyMode::Stream;
-    res_.end = EndState::Invalid;
-    res_.text.assign(why);
-    if (started) {
-        out += error_event(kInvalidMessage, "upstream_error", "bad_gateway");
+    if (mode_ != BodyMode::Stream) {
+        refuse(why, out);
         return;
     }
+    res_.end = EndState::Invalid;
+    res_.text.assign(why);
+    out += error_event(kInvalidMessage, "upstream_error", "bad_gateway");
+}
+
+void Codec::refuse(std::string_view why, std::string& out) {
+    res_.end = EndState::Invalid;
+    res_.text.assign(why);
     res_.status = 502;
     res_.content_type = "application/json";
     out = error_envelope(kInvalidMessage, "upstream_error", "bad_gateway");
@@ -286,12 +294,17 @@ void Codec::settle(BodyEnd how, std::string& out) {
             res_.end = how == BodyEnd::Clean ? EndState::Complete : EndState::Cut;
             return;
         }
+        if (how != BodyEnd::Clean && !streamed_ && head_waits_for_bytes()) {
+            // Nothing reached the client: refused as a whole answer is.
+            refuse(how == BodyEnd::Cut ? kCutShortReason : "invalid framing of the response body", out);
+            return;
+        }
         on_stream_end(how, out);
         return;
     case BodyMode::Whole:
-        if (how == BodyEnd::Cut) {
-            res_.end = EndState::Cut;
+        if (how == BodyEnd::Cut) {   // held, so nothing reached the client
             std::string().swap(buf_);
+            refuse(kCutShortReason, out);
             return;
         }
         if (how == BodyEnd::Invalid) {

@@ -67,7 +67,7 @@ enum class BodyMode {
 // How the upstream body ended, as the transport saw it.
 enum class BodyEnd {
     Clean,     // framing complete
-    Cut,       // the connection closed early (or the call was cancelled)
+    Cut,       // the connection closed early (or timed out, or the gateway ended the call)
     Invalid,   // broken framing (e.g. invalid chunked encoding)
 };
 
@@ -76,9 +76,9 @@ enum class EndState {
     Open,          // not finished yet
     Complete,      // a full answer reached the client
     StreamError,   // the upstream ended its stream with its own error event (relayed)
-    Cut,           // the answer ended early; the client sees an incomplete response
+    Cut,           // the answer ended early after bytes reached the client: it sees them incomplete
     UpstreamError, // the upstream answered an error status
-    Invalid,       // the upstream answer was broken; the client gets a 502
+    Invalid,       // the upstream answer was broken, or cut before any byte reached the client: a 502
     Stopped,       // the gateway ended the stream (a budget crossed mid-stream: stop())
 };
 
@@ -151,6 +151,11 @@ public:
     // The client gets the upstream's bytes unchanged (passthrough, tool
     // servers, agents): the upstream's Content-Length holds for them too.
     virtual bool relays_bytes() const { return false; }
+    // A streamed answer whose head goes to the client with its first client
+    // bytes, not with the upstream's head (audio): until then nothing has
+    // reached the client, so an answer cut or broken before them is refused
+    // with the 502 envelope, as a whole answer is (and may be tried again).
+    virtual bool head_waits_for_bytes() const { return false; }
     const CodecResult& result() const { return res_; }
     // A problem worth logging that appeared in the last feed() ("" none); cleared by the call.
     std::string take_problem() { return std::move(problem_); }
@@ -158,6 +163,8 @@ public:
     // Texts of the gateway's own answers to broken upstream responses.
     static constexpr const char* kInvalidMessage = "the upstream provider sent an invalid response";
     static constexpr const char* kCutMessage = "the upstream stream ended before completion";
+    // The reason (log, event) of an answer cut before any byte reached the client.
+    static constexpr const char* kCutShortReason = "the response body ended before completion";
 
 protected:
     // Whether an error status (>= 300) goes to on_head like a success
@@ -180,6 +187,9 @@ protected:
     virtual void on_error_body(std::string& body, std::string& out);
 
     void invalid(std::string_view why, std::string& out);
+    // The 502 envelope of an answer of which nothing reached the client
+    // (out is replaced), whatever the mode.
+    void refuse(std::string_view why, std::string& out);
     // A stream that did not complete: invalid framing (a 502 or error event),
     // or cut (the closing error event).
     void stream_not_complete(BodyEnd how, std::string& out);
@@ -197,6 +207,7 @@ private:
     bool headed_ = false;
     bool spilled_ = false;
     bool overflow_ = false;
+    bool streamed_ = false;       // Stream mode produced client bytes
     std::string buf_;             // Whole / Error body
 };
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstring>
 #include <exception>
+#include <string>
 #include <vector>
 
 #include "core/codec/gemini_json.h"
@@ -80,11 +81,11 @@ const rj::Value* vector_of(const rj::Value& emb, std::string& err) {
 
 }  // namespace
 
-bool gemini_embed_request_from_openai(const rj::Value& req, std::string_view model, bool& batch, std::string& body,
-        std::string& err) {
+bool gemini_embed_request_from_openai(const rj::Value& req, std::string_view model, std::size_t& batch,
+        std::string& body, std::string& err) {
     try {
         body.clear();
-        batch = false;
+        batch = 0;
         if (!req.IsObject()) return err = "request body must be a JSON object", false;
         const rj::Value* input = get(req, "input");
         if (input == nullptr || !(input->IsString() || input->IsArray()))
@@ -124,7 +125,7 @@ bool gemini_embed_request_from_openai(const rj::Value& req, std::string_view mod
                 o.end_object();
             }
             o.end_array();
-            batch = true;
+            batch = input->Size();
         }
         o.end_object();
         body = o.take();
@@ -139,7 +140,7 @@ bool gemini_embed_request_from_openai(const rj::Value& req, std::string_view mod
     }
 }
 
-bool openai_embeddings_from_gemini(std::string_view body, bool batch, bool base64, std::string_view client_model,
+bool openai_embeddings_from_gemini(std::string_view body, std::size_t batch, bool base64, std::string_view client_model,
         std::string& out, Usage& usage, std::string& err) {
     try {
         out.clear();
@@ -148,9 +149,16 @@ bool openai_embeddings_from_gemini(std::string_view body, bool batch, bool base6
         if (!gemini::parse_json(body, doc)) return err = "the answer is not JSON", false;
         if (!doc.IsObject()) return err = "the answer is not a JSON object", false;
         std::vector<const rj::Value*> vectors;
-        if (batch) {
+        if (batch > 0) {
             const rj::Value* list = get(doc, "embeddings");
             if (list == nullptr || !list->IsArray()) return err = "the answer has no embeddings array", false;
+            // Vectors are matched to inputs by position: another number of
+            // them answers some other request.
+            if (list->Size() != batch) {
+                err = "the number of embeddings (" + std::to_string(list->Size()) + ") is not the number of inputs (" +
+                      std::to_string(batch) + ")";
+                return false;
+            }
             for (const rj::Value& e : list->GetArray()) {
                 const rj::Value* v = vector_of(e, err);
                 if (v == nullptr) return false;

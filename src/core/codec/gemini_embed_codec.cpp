@@ -33,12 +33,12 @@ public:
             return false;
         }
         const rj::Value& req = request_json(*in.doc);
-        bool batch = false;
+        std::size_t batch = 0;
         if (!gemini_embed_request_from_openai(req, in.upstream_model, batch, out.body, err)) {
             out.refuse_status = 400;
             return false;
         }
-        out.path = gemini_model_path(in.upstream_model, batch ? "batchEmbedContents" : "embedContent");
+        out.path = gemini_model_path(in.upstream_model, batch > 0 ? "batchEmbedContents" : "embedContent");
         if (out.path.empty()) {
             err = "the model id cannot be sent to a gemini provider";
             out.refuse_status = 400;
@@ -76,8 +76,9 @@ protected:
     }
 
 private:
-    // Decided by build_request, which runs once per call before the answer.
-    mutable bool batch_ = false;
+    // Decided by build_request, which runs once per call before the answer:
+    // 0 (embedContent) or the number of inputs (batchEmbedContents).
+    mutable std::size_t batch_ = 0;
     mutable bool base64_ = false;
 };
 

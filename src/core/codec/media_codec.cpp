@@ -50,6 +50,9 @@ public:
     }
 
     bool event_stream() const override { return sse_; }
+    // Audio, text, subtitles: the head goes with the first bytes, so a cut
+    // before them is still a 502 (Codec::finish).
+    bool head_waits_for_bytes() const override { return !sse_; }
 
 protected:
     BodyMode on_head(int, std::string_view content_type) override {

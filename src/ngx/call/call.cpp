@@ -272,6 +272,11 @@ ngx_int_t Call::on_header(ngx_http_request_t* s) {
         return NGX_ERROR;
     }
     if (m == BodyMode::Stream && mode == Mode::Relay) {
+        if (codec->head_waits_for_bytes()) {
+            ngx_log_debug0(NGX_LOG_DEBUG_HTTP, s->connection->log, 0,
+                           "llm_gateway: streamed answer: the client's head waits for its first bytes");
+            return NGX_OK;
+        }
         announced_ = true;
         return request_on_stream_head(*this);
     }
@@ -366,12 +371,14 @@ ngx_int_t Call::on_body(ngx_http_request_t* s, ngx_chain_t* in) {
         if (!bytes.empty()) codec->feed(bytes, out);
     }
     deliver(out);
-    if (mode == Mode::Relay && codec->mode() == BodyMode::Stream) {
-        if (!announced_) {   // a whole answer too big to hold: relayed from here on
+    if (mode == Mode::Relay && codec->mode() == BodyMode::Stream && !out.empty()) {
+        // A whole answer too big to hold (relayed from here on), or the
+        // first bytes of an answer whose head waited for them.
+        if (!announced_) {
             announced_ = true;
             if (request_on_stream_head(*this) == NGX_ERROR) return NGX_ERROR;
         }
-        if (!out.empty()) return request_on_stream_bytes(*this, out);
+        return request_on_stream_bytes(*this, out);
     }
     return NGX_OK;
 }
@@ -442,7 +449,8 @@ ngx_int_t Call::on_done(ngx_int_t rc) {
     if (answered_) {
         // nginx finalizes a call whose body framing broke (invalid chunked
         // encoding) with NGX_ERROR; one cut short by the upstream (closed,
-        // reset, timed out) after a flush, with NGX_OK.
+        // reset, timed out) after a flush, with NGX_OK. (One whose client
+        // went away, with 499, terminates the request: nothing reads it.)
         BodyEnd how = saw_end_ ? BodyEnd::Clean : rc == NGX_ERROR ? BodyEnd::Invalid : BodyEnd::Cut;
         codec->finish(how, pending_);
         deliver(pending_);

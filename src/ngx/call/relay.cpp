@@ -104,7 +104,8 @@ ngx_int_t answer_whole(ngx_http_request_t* r, RequestCtx* ctx, Call& call) {
     default:
         break;
     }
-    // Cut short: nothing was sent, and a short 200 must never look complete.
+    // Not expected (a whole answer cut short is Invalid: its 502 above; one
+    // whose client left is never answered). A short 200 must never look complete.
     ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "llm_gateway: provider \"%s\" response ended before completion",
                   provider_name(call).c_str());
     r->keepalive = 0;
@@ -182,13 +183,12 @@ void resume(ngx_http_request_t* r);
 namespace {
 
 // A call worth another attempt: nothing reached the client, and the
-// provider gave no answer, a 429, a 5xx, an invalid answer, or a whole
-// answer cut short.
+// provider gave no answer, a 429, a 5xx, or an invalid answer (an answer
+// cut before any byte reached the client is one: Codec::finish).
 bool retryable(const RequestCtx& ctx, const Call& c) {
     // A passthrough may not be idempotent (a batch, an upload): one attempt.
     if (ctx.head_sent || codec_for(ctx) == CodecKind::Passthrough) return false;
-    if (call_failed(c)) return true;
-    return c.answered() && c.outcome().end == EndState::Cut;
+    return call_failed(c);
 }
 
 std::size_t provider_index(const MainConf* mcf, const ProviderConf* p) {
