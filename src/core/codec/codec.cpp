@@ -384,4 +384,17 @@ const char* codec_kind_name(CodecKind kind) {
     return "none";
 }
 
+const char* end_state_name(EndState e) {
+    switch (e) {
+    case EndState::Open: return "open";
+    case EndState::Complete: return "complete";
+    case EndState::StreamError: return "stream_error";
+    case EndState::Cut: return "cut";
+    case EndState::UpstreamError: return "upstream_error";
+    case EndState::Invalid: return "invalid";
+    case EndState::Stopped: return "stopped";
+    }
+    return "?";
+}
+
 }  // namespace llmgw

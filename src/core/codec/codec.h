@@ -82,6 +82,9 @@ enum class EndState {
     Stopped,       // the gateway ended the stream (a budget crossed mid-stream: stop())
 };
 
+// The state's name, for logs: "open", "complete", "stream_error", "cut", "upstream_error", "invalid", "stopped".
+const char* end_state_name(EndState e);
+
 struct CodecResult {
     EndState end = EndState::Open;
     int status = 0;              // status for the client (whole, error, invalid answers)

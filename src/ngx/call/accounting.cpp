@@ -256,6 +256,11 @@ void account_request(ngx_log_t* log, MainConf* mcf, RequestCtx* ctx, bool cancel
         call->accounted = true;
         if (!cancelled) add_provider_deltas(deltas, call->provider->name, provmodel, overflow, call_failed(*call));
     }
+    ngx_log_debug5(NGX_LOG_DEBUG_HTTP, log, 0,
+                   "llm_gateway: accounting: %uz counter deltas to the \"%s\" store%s, reservation %s%s",
+                   deltas.size(), store->name(), deltas.empty() ? " (nothing billed)" : "",
+                   ctx->held.any() ? "released in the same call" : "none",
+                   ctx->held.lease != nullptr ? " (from the worker's lease)" : "");
     // The reservation (llm_gateway_budget_mode reserve) is released in the
     // same store operation that counts the real usage: the settle.
     apply(store, deltas, now, std::exchange(ctx->held, {}));

@@ -257,6 +257,11 @@ Launch launch(ngx_http_request_t* r, RequestCtx* ctx) {
         ngx_int_t rc = call.start(r, in, &refusal);
         if (rc == NGX_OK) {
             ctx->chosen = &call;
+            ngx_log_debug6(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                           "llm_gateway: attempt %ui: provider \"%s\" model \"%s\" (target %uz of %uz%s)",
+                           static_cast<ngx_uint_t>(call.attempt), log_value(t.provider->name).c_str(),
+                           log_value(t.upstream_model).c_str(), ctx->target_index + 1, targets.size(),
+                           call.probe ? ", the breaker's probe" : "");
             if (call.attempt > 1) {
                 ngx_log_error(NGX_LOG_INFO, r->connection->log, 0, "llm_gateway: attempt %ui to provider \"%s\" model \"%s\"",
                               static_cast<ngx_uint_t>(call.attempt), log_value(t.provider->name).c_str(),
@@ -350,6 +355,14 @@ bool next_attempt(ngx_http_request_t* r, RequestCtx* ctx, Call& failed) {
             wait = ra;
         }
     }
+    ngx_log_debug6(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "llm_gateway: provider \"%s\" failed (status %ui%s): %s, wait %L ms%s",
+                   log_value(failed.provider->name).c_str(), failed.upstream_status,
+                   failed.answered() ? "" : ", no answer",
+                   ctx->target_index >= targets.size() ? "no target left, the failure is the answer"
+                   : ctx->same_target_retries > 0      ? "retry on the same target"
+                                                       : "fail over to the next target",
+                   static_cast<long long>(wait), ra >= 0 ? " (its Retry-After)" : "");
     if (ctx->target_index >= targets.size()) return false;
     account_call(r->connection->log, mcf, ctx, failed);   // its attempt and failure
     ctx->last_failed = &failed;
@@ -392,6 +405,11 @@ void resume(ngx_http_request_t* r) {
             }
             if (retryable(*ctx, call) && next_attempt(r, ctx, call)) return;   // resume() runs again after it
         }
+        ngx_log_debug5(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                       "llm_gateway: answering from attempt %ui (status %ui, answer %s, head %s%s)",
+                       static_cast<ngx_uint_t>(call.attempt), call.upstream_status,
+                       call.answered() ? end_state_name(call.outcome().end) : "none",
+                       ctx->head_sent ? "sent" : "not sent", ctx->client_left ? ", client gone" : "");
         r->write_event_handler = ngx_http_request_empty_handler;
         rc = answer(r, ctx);
     } catch (const std::exception& e) {
