@@ -112,28 +112,10 @@ FinishReason finish_of(std::string_view s, bool& known) {
 
 class AnthropicReader final : public ResponseReader {
 public:
-    bool read_whole(std::string_view body, ChatResponseIR& out, std::string& err) override {
-        try {
-            return whole(body, out, err);
-        } catch (const std::exception&) {
-            err = "out of memory reading the answer";
-            return false;
-        }
-    }
-
-    ReadStep read_event(const SseEvent& ev, std::vector<StreamEventIR>& out, std::string& err) override {
-        try {
-            return event(ev, out, err);
-        } catch (const std::exception&) {
-            err = "out of memory reading the stream";
-            return ReadStep::Invalid;
-        }
-    }
-
     bool complete() const override { return done_; }
 
 private:
-    bool whole(std::string_view body, ChatResponseIR& out, std::string& err) {
+    bool whole(std::string_view body, ChatResponseIR& out, std::string& err) override {
         const rj::Document* dp = parse(body, err);
         if (dp == nullptr) return false;
         const rj::Document& d = *dp;
@@ -194,7 +176,7 @@ private:
         return ReadStep::Invalid;
     }
 
-    ReadStep event(const SseEvent& ev, std::vector<StreamEventIR>& out, std::string& err) {
+    ReadStep event(const SseEvent& ev, std::vector<StreamEventIR>& out, std::string& err) override {
         if (ev.data.empty()) return ReadStep::More;
         const rj::Document* dp = parse(ev.data, err);
         if (dp == nullptr) return ReadStep::Invalid;

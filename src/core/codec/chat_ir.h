@@ -5,6 +5,7 @@
 // turns IR into the client's bytes. A fourth provider type is one reader
 // plus one request builder.
 #pragma once
+#include <exception>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -115,14 +116,43 @@ class ResponseReader {
 public:
     virtual ~ResponseReader() = default;
     // A whole 2xx body. false (err: why, for the log) when it is not a
-    // valid answer of the format.
-    virtual bool read_whole(std::string_view body, ChatResponseIR& out, std::string& err) = 0;
-    // One SSE event of a streamed answer; appends IR events.
-    virtual ReadStep read_event(const SseEvent& ev, std::vector<StreamEventIR>& out, std::string& err) = 0;
+    // valid answer of the format. Never throws: an answer that cannot be
+    // read (out of memory) is an invalid one.
+    bool read_whole(std::string_view body, ChatResponseIR& out, std::string& err) noexcept {
+        try {
+            return whole(body, out, err);
+        } catch (const std::exception&) {
+            set_error(err, "out of memory reading the answer");
+            return false;
+        }
+    }
+    // One SSE event of a streamed answer; appends IR events. Never throws,
+    // as read_whole.
+    ReadStep read_event(const SseEvent& ev, std::vector<StreamEventIR>& out, std::string& err) noexcept {
+        try {
+            return event(ev, out, err);
+        } catch (const std::exception&) {
+            set_error(err, "out of memory reading the stream");
+            return ReadStep::Invalid;
+        }
+    }
     // Whether a clean end of the body right now completes the answer. Formats
     // with an end marker answer true once Done was read; Gemini, which has
     // none, once a candidate carried a finishReason.
     virtual bool complete() const = 0;
+
+protected:
+    // Each format's reading, which may throw (std::bad_alloc).
+    virtual bool whole(std::string_view body, ChatResponseIR& out, std::string& err) = 0;
+    virtual ReadStep event(const SseEvent& ev, std::vector<StreamEventIR>& out, std::string& err) = 0;
+
+private:
+    static void set_error(std::string& err, const char* why) noexcept {
+        try {
+            err = why;
+        } catch (...) {
+        }
+    }
 };
 
 struct WriterOptions {

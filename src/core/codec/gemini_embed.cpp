@@ -14,16 +14,10 @@ namespace llmgw {
 
 namespace rj = rapidjson;
 using gemini::JsonOut;
+using gemini::get;
 using gemini::sv;
 
 namespace {
-
-const rj::Value* get(const rj::Value& obj, const char* name) {
-    if (!obj.IsObject()) return nullptr;
-    auto m = obj.FindMember(name);
-    if (m == obj.MemberEnd() || m->value.IsNull()) return nullptr;
-    return &m->value;
-}
 
 void content(JsonOut& o, std::string_view text) {
     o.key("content").begin_object().key("parts").begin_array();
@@ -131,12 +125,7 @@ bool gemini_embed_request_from_openai(const rj::Value& req, std::string_view mod
         body = o.take();
         return true;
     } catch (const std::exception&) {
-        try {
-            body.clear();
-            err = "request cannot be translated for Gemini";
-        } catch (...) {
-        }
-        return false;
+        return gemini::translation_failed(body, err, gemini::kCannotTranslate);
     }
 }
 
@@ -193,12 +182,7 @@ bool openai_embeddings_from_gemini(std::string_view body, std::size_t batch, boo
         out = o.take();
         return true;
     } catch (const std::exception&) {
-        try {
-            out.clear();
-            err = "the answer cannot be processed";
-        } catch (...) {
-        }
-        return false;
+        return gemini::translation_failed(out, err, "the answer cannot be processed");
     }
 }
 

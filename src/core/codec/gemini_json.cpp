@@ -111,5 +111,21 @@ std::string to_json(const rj::Value& v) {
     return o.take();
 }
 
+bool translation_failed(std::string& out, std::string& err, const char* why) noexcept {
+    try {
+        out.clear();
+        err = why;
+    } catch (...) {
+    }
+    return false;
+}
+
+const rapidjson::Value* get(const rapidjson::Value& obj, const char* name) {
+    if (!obj.IsObject()) return nullptr;
+    auto m = obj.FindMember(name);
+    if (m == obj.MemberEnd() || m->value.IsNull()) return nullptr;
+    return &m->value;
+}
+
 }  // namespace gemini
 }  // namespace llmgw

@@ -27,6 +27,9 @@ const rapidjson::Document* parse_json_scratch(std::string_view s);
 std::int64_t count_of(const rapidjson::Value& v);
 
 std::string_view sv(const rapidjson::Value& s);   // s must be a string
+// The member's value; nullptr when obj is not an object, or the member is
+// absent or null (OpenAI reads null as absent).
+const rapidjson::Value* get(const rapidjson::Value& obj, const char* name);
 
 // Compact JSON output. Strings are written as valid UTF-8 (invalid bytes
 // become U+FFFD).
@@ -59,6 +62,11 @@ private:
 
 // Compact JSON of v (any depth).
 std::string to_json(const rapidjson::Value& v);
+
+// The end of a translation that threw (out of memory): out emptied, err
+// said; false.
+bool translation_failed(std::string& out, std::string& err, const char* why) noexcept;
+inline constexpr const char kCannotTranslate[] = "request cannot be translated for Gemini";
 
 }  // namespace gemini
 }  // namespace llmgw

@@ -152,119 +152,102 @@ bool read_resp(const rj::Value& doc, std::size_t next_call, Resp& r, std::string
 
 class GeminiReader final : public ResponseReader {
 public:
-    bool read_whole(std::string_view body, ChatResponseIR& out, std::string& err) override {
-        try {
-            out = ChatResponseIR();
-            const rj::Document* dp = gemini::parse_json_scratch(body);
-            if (dp == nullptr) return err = "the answer is not JSON", false;
-            const rj::Document& doc = *dp;
-            Resp r;
-            if (!read_resp(doc, 0, r, err)) return false;
-            if (!r.has_candidate && !r.blocked) return err = "the answer has no candidates", false;
-            out.id = std::move(r.id);
-            out.usage = r.usage;
-            if (r.blocked) {
-                out.finish = FinishReason::ContentFilter;
-                return true;
-            }
-            for (Piece& p : r.pieces) {
-                if (p.kind == Piece::Kind::Text) out.text += p.text;
-                else if (p.kind == Piece::Kind::Reasoning) out.reasoning += p.text;
-                else out.tool_calls.push_back(std::move(p.call));
-            }
-            if (r.has_finish) out.finish = map_finish(r.finish, r.calls);
+    bool whole(std::string_view body, ChatResponseIR& out, std::string& err) override {
+        out = ChatResponseIR();
+        const rj::Document* dp = gemini::parse_json_scratch(body);
+        if (dp == nullptr) return err = "the answer is not JSON", false;
+        const rj::Document& doc = *dp;
+        Resp r;
+        if (!read_resp(doc, 0, r, err)) return false;
+        if (!r.has_candidate && !r.blocked) return err = "the answer has no candidates", false;
+        out.id = std::move(r.id);
+        out.usage = r.usage;
+        if (r.blocked) {
+            out.finish = FinishReason::ContentFilter;
             return true;
-        } catch (const std::exception&) {
-            return fail(err);
         }
+        for (Piece& p : r.pieces) {
+            if (p.kind == Piece::Kind::Text) out.text += p.text;
+            else if (p.kind == Piece::Kind::Reasoning) out.reasoning += p.text;
+            else out.tool_calls.push_back(std::move(p.call));
+        }
+        if (r.has_finish) out.finish = map_finish(r.finish, r.calls);
+        return true;
     }
 
-    ReadStep read_event(const SseEvent& ev, std::vector<StreamEventIR>& out, std::string& err) override {
-        try {
-            std::string_view data = ev.data;
-            while (!data.empty() && (data.front() == ' ' || data.front() == '\t' || data.front() == '\r' ||
-                                      data.front() == '\n'))
-                data.remove_prefix(1);
-            if (data.empty()) return ReadStep::More;   // no data (a comment): nothing to read
-            const rj::Document* dp = gemini::parse_json_scratch(data);
-            if (dp == nullptr) return err = "a stream event is not JSON", ReadStep::Invalid;
-            const rj::Document& doc = *dp;
-            if (!doc.IsObject()) return err = "a stream event is not a JSON object", ReadStep::Invalid;
-            auto e = doc.FindMember("error");
-            if (e != doc.MemberEnd() && !e->value.IsNull()) {
-                StreamEventIR x;
-                x.kind = StreamEventIR::Kind::Error;
-                x.text = valid(upstream_error_text(data));
-                if (e->value.IsObject()) {
-                    auto st = e->value.FindMember("status");
-                    if (st != e->value.MemberEnd() && st->value.IsString()) {
-                        std::string t = valid(scrub_secrets(sv(st->value)));
-                        if (t.size() <= 64) x.error_type = std::move(t);
-                    }
+    ReadStep event(const SseEvent& ev, std::vector<StreamEventIR>& out, std::string& err) override {
+        std::string_view data = ev.data;
+        while (!data.empty() && (data.front() == ' ' || data.front() == '\t' || data.front() == '\r' ||
+                                  data.front() == '\n'))
+            data.remove_prefix(1);
+        if (data.empty()) return ReadStep::More;   // no data (a comment): nothing to read
+        const rj::Document* dp = gemini::parse_json_scratch(data);
+        if (dp == nullptr) return err = "a stream event is not JSON", ReadStep::Invalid;
+        const rj::Document& doc = *dp;
+        if (!doc.IsObject()) return err = "a stream event is not a JSON object", ReadStep::Invalid;
+        auto e = doc.FindMember("error");
+        if (e != doc.MemberEnd() && !e->value.IsNull()) {
+            StreamEventIR x;
+            x.kind = StreamEventIR::Kind::Error;
+            x.text = valid(upstream_error_text(data));
+            if (e->value.IsObject()) {
+                auto st = e->value.FindMember("status");
+                if (st != e->value.MemberEnd() && st->value.IsString()) {
+                    std::string t = valid(scrub_secrets(sv(st->value)));
+                    if (t.size() <= 64) x.error_type = std::move(t);
                 }
-                out.push_back(std::move(x));
-                return ReadStep::Failed;
             }
-            Resp r;
-            if (!read_resp(doc, tools_, r, err)) return ReadStep::Invalid;
-            if (!started_) {
-                StreamEventIR s;
-                s.kind = StreamEventIR::Kind::Start;
-                s.id = r.id;
-                out.push_back(std::move(s));
-                started_ = true;
-            }
-            for (Piece& p : r.pieces) {
-                StreamEventIR x;
-                if (p.kind != Piece::Kind::Call) {
-                    x.kind = p.kind == Piece::Kind::Text ? StreamEventIR::Kind::Text : StreamEventIR::Kind::Reasoning;
-                    x.text = std::move(p.text);
-                    out.push_back(std::move(x));
-                    continue;
-                }
-                x.kind = StreamEventIR::Kind::ToolStart;
-                x.index = tools_;
-                x.id = std::move(p.call.id);
-                x.name = std::move(p.call.name);
-                out.push_back(std::move(x));
-                StreamEventIR a;
-                a.kind = StreamEventIR::Kind::ToolArgs;
-                a.index = tools_++;
-                a.text = std::move(p.call.arguments);
-                out.push_back(std::move(a));
-                saw_call_ = true;
-            }
-            if (r.usage.present) {
-                StreamEventIR u;
-                u.kind = StreamEventIR::Kind::Usage;
-                u.usage = r.usage;
-                out.push_back(std::move(u));
-            }
-            if (r.has_finish || r.blocked) {
-                StreamEventIR f;
-                f.kind = StreamEventIR::Kind::Finish;
-                f.finish = r.blocked ? FinishReason::ContentFilter : map_finish(r.finish, saw_call_);
-                out.push_back(std::move(f));
-                finished_ = true;
-            }
-            return ReadStep::More;
-        } catch (const std::exception&) {
-            fail(err);
-            return ReadStep::Invalid;
+            out.push_back(std::move(x));
+            return ReadStep::Failed;
         }
+        Resp r;
+        if (!read_resp(doc, tools_, r, err)) return ReadStep::Invalid;
+        if (!started_) {
+            StreamEventIR s;
+            s.kind = StreamEventIR::Kind::Start;
+            s.id = r.id;
+            out.push_back(std::move(s));
+            started_ = true;
+        }
+        for (Piece& p : r.pieces) {
+            StreamEventIR x;
+            if (p.kind != Piece::Kind::Call) {
+                x.kind = p.kind == Piece::Kind::Text ? StreamEventIR::Kind::Text : StreamEventIR::Kind::Reasoning;
+                x.text = std::move(p.text);
+                out.push_back(std::move(x));
+                continue;
+            }
+            x.kind = StreamEventIR::Kind::ToolStart;
+            x.index = tools_;
+            x.id = std::move(p.call.id);
+            x.name = std::move(p.call.name);
+            out.push_back(std::move(x));
+            StreamEventIR a;
+            a.kind = StreamEventIR::Kind::ToolArgs;
+            a.index = tools_++;
+            a.text = std::move(p.call.arguments);
+            out.push_back(std::move(a));
+            saw_call_ = true;
+        }
+        if (r.usage.present) {
+            StreamEventIR u;
+            u.kind = StreamEventIR::Kind::Usage;
+            u.usage = r.usage;
+            out.push_back(std::move(u));
+        }
+        if (r.has_finish || r.blocked) {
+            StreamEventIR f;
+            f.kind = StreamEventIR::Kind::Finish;
+            f.finish = r.blocked ? FinishReason::ContentFilter : map_finish(r.finish, saw_call_);
+            out.push_back(std::move(f));
+            finished_ = true;
+        }
+        return ReadStep::More;
     }
 
     bool complete() const override { return finished_; }
 
 private:
-    static bool fail(std::string& err) {
-        try {
-            err = "the answer cannot be processed";
-        } catch (...) {
-        }
-        return false;
-    }
-
     bool started_ = false;
     bool finished_ = false;
     bool saw_call_ = false;

@@ -16,19 +16,12 @@ constexpr const char* kSkipThoughtSignature = "skip_thought_signature_validator"
 
 namespace rj = rapidjson;
 using gemini::JsonOut;
+using gemini::get;
 using gemini::sv;
 
 namespace {
 
 // ---------------------------------------------------------------- helpers
-
-// The member's value; nullptr when absent or null (OpenAI reads null as absent).
-const rj::Value* get(const rj::Value& obj, const char* name) {
-    if (!obj.IsObject()) return nullptr;
-    auto m = obj.FindMember(name);
-    if (m == obj.MemberEnd() || m->value.IsNull()) return nullptr;
-    return &m->value;
-}
 
 bool is_str(const rj::Value* v, std::string_view s) { return v != nullptr && v->IsString() && sv(*v) == s; }
 
@@ -527,12 +520,7 @@ bool gemini_request_from_openai(const rj::Value& req, std::string& body, std::st
         body = o.take();
         return true;
     } catch (const std::exception&) {
-        try {
-            body.clear();
-            err = "request cannot be translated for Gemini";
-        } catch (...) {
-        }
-        return false;
+        return gemini::translation_failed(body, err, gemini::kCannotTranslate);
     }
 }
 

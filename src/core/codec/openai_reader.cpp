@@ -136,28 +136,10 @@ std::string error_message(const rj::Value& e) {
 
 class OpenAIReader final : public ResponseReader {
 public:
-    bool read_whole(std::string_view body, ChatResponseIR& out, std::string& err) override {
-        try {
-            return whole(body, out, err);
-        } catch (const std::exception&) {
-            err = "out of memory reading the answer";
-            return false;
-        }
-    }
-
-    ReadStep read_event(const SseEvent& ev, std::vector<StreamEventIR>& out, std::string& err) override {
-        try {
-            return event(ev, out, err);
-        } catch (const std::exception&) {
-            err = "out of memory reading the stream";
-            return ReadStep::Invalid;
-        }
-    }
-
     bool complete() const override { return done_; }
 
 private:
-    bool whole(std::string_view body, ChatResponseIR& out, std::string& err) {
+    bool whole(std::string_view body, ChatResponseIR& out, std::string& err) override {
         const rj::Document* dp = parse(body, err);
         if (dp == nullptr) return false;
         const rj::Document& d = *dp;
@@ -221,7 +203,7 @@ private:
         return true;
     }
 
-    ReadStep event(const SseEvent& ev, std::vector<StreamEventIR>& out, std::string& err) {
+    ReadStep event(const SseEvent& ev, std::vector<StreamEventIR>& out, std::string& err) override {
         if (ev.data.empty()) return ReadStep::More;
         if (ev.data == "[DONE]") {
             done_ = true;
