@@ -70,6 +70,11 @@ sub nginx_bin   { $ENV{NGINX_BIN} || '/usr/sbin/nginx' }
 sub module_path { $ENV{LLMGW_MODULE} || undef }
 sub node_bin    { $ENV{NODE_BIN} || 'node' }
 
+# A worker's memory growth allowed on top of a test's own bound, in kB:
+# under make test-asan, AddressSanitizer's quarantine keeps freed memory
+# (quarantine_size_mb, 256 MiB by default) resident; elsewhere nothing.
+sub sanitizer_slack_kb { $ENV{LLMGW_NGINX_PRELOAD} ? 256 * 1024 : 0 }
+
 # Skips the whole test script unless LLMGW_MODULE names a readable file.
 sub need_module {
     my $m = module_path();
