@@ -77,7 +77,7 @@ struct RequestCtx {
     // answer the client gets (tokens and cost are taken from it).
     std::vector<std::unique_ptr<Call, CallDeleter>> calls;
     Call* chosen = nullptr;
-    // Failover and retries (relay.cpp): the target being tried, the retries
+    // Failover and retries (call/failover.cpp): the target being tried, the retries
     // made on it, the failed call a wait follows, the wait's timer.
     std::size_t target_index = 0;
     unsigned same_target_retries = 0;
