@@ -178,12 +178,13 @@ BodyMode Codec::head(int status, std::string_view content_type) {
 }
 
 void Codec::redact(const SecretSet* secrets) {
-    redactor_ = secrets != nullptr && !secrets->empty() ? std::make_unique<StreamRedactor>(*secrets) : nullptr;
+    redactor_.reset();
+    if (secrets != nullptr && !secrets->empty()) redactor_.emplace(*secrets);   // held in the codec: no allocation
 }
 
 void Codec::feed(std::string_view bytes, std::string& out) {
     if (res_.end == EndState::Stopped) return;
-    if (redactor_ != nullptr) {
+    if (redactor_) {
         bytes = redactor_->pass(bytes, false);
         res_.redacted = redactor_->redacted();
         if (bytes.empty()) return;
@@ -268,18 +269,18 @@ void Codec::refuse(std::string_view why, std::string& out) {
 
 void Codec::stop(std::string_view message, std::string_view type, std::string_view code, std::string& out) {
     if (res_.end != EndState::Open) return;
-    if (redactor_ != nullptr) redactor_->drop();   // the stream ends here: held bytes never go
+    if (redactor_) redactor_->drop();   // the stream ends here: held bytes never go
     res_.end = EndState::Stopped;
     out += error_event(message, type, code);
 }
 
 void Codec::finish(BodyEnd how, std::string& out) {
     if (res_.end != EndState::Open) return;
-    if (redactor_ != nullptr && headed_ && redactor_->held() > 0) {   // the bytes held back, last
+    if (redactor_ && headed_ && redactor_->held() > 0) {   // the bytes held back, last
         std::string_view tail = redactor_->pass({}, true);
         if (!tail.empty()) take(tail, out);
     }
-    if (redactor_ != nullptr) res_.redacted = redactor_->redacted();
+    if (redactor_) res_.redacted = redactor_->redacted();
     settle(how, out);
 }
 

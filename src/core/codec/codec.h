@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -205,7 +206,7 @@ private:
     void take(std::string_view bytes, std::string& out);
     void settle(BodyEnd how, std::string& out);
 
-    std::unique_ptr<StreamRedactor> redactor_;
+    std::optional<StreamRedactor> redactor_;
     BodyMode mode_ = BodyMode::Invalid;
     bool headed_ = false;
     bool spilled_ = false;

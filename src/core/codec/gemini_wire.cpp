@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/codec/gemini_json.h"
+#include "core/http/percent.h"
 
 namespace llmgw {
 
@@ -452,11 +453,6 @@ const char* refused(const rj::Value& req) {
     return nullptr;
 }
 
-bool is_unreserved(unsigned char c) {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
-           c == '_' || c == '~';
-}
-
 }  // namespace
 
 // ---------------------------------------------------------------- public
@@ -467,19 +463,8 @@ std::string gemini_model_path(std::string_view model, std::string_view action) {
         if (action != "generateContent" && action != "streamGenerateContent?alt=sse" && action != "embedContent" &&
                 action != "batchEmbedContents")
             return std::string();
-        static const char kHex[] = "0123456789ABCDEF";
         std::string p = "/v1beta/models/";
-        p.reserve(p.size() + model.size() * 3 + action.size() + 1);
-        for (char ch : model) {
-            const auto c = static_cast<unsigned char>(ch);
-            if (is_unreserved(c)) {
-                p += ch;
-            } else {
-                p += '%';
-                p += kHex[c >> 4];
-                p += kHex[c & 15];
-            }
-        }
+        p += percent_encode(model);
         p += ':';
         p.append(action);
         return p;

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "core/http/ascii.h"
+#include "core/http/percent.h"
 
 namespace llmgw {
 
@@ -259,27 +260,6 @@ bool parse_impl(std::string_view text, StoreUrl& url, std::string& err) {
     }
     url = std::move(u);
     return true;
-}
-
-bool unreserved(char c) {
-    return is_digit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '-' || c == '.' || c == '_' ||
-           c == '~';
-}
-
-std::string percent_encode(std::string_view s, bool keep_slash) {
-    static const char kHex[] = "0123456789ABCDEF";
-    std::string out;
-    for (char c : s) {
-        if (unreserved(c) || (keep_slash && c == '/')) {
-            out.push_back(c);
-        } else {
-            const auto b = static_cast<unsigned char>(c);
-            out.push_back('%');
-            out.push_back(kHex[b >> 4]);
-            out.push_back(kHex[b & 15]);
-        }
-    }
-    return out;
 }
 
 }  // namespace

@@ -4,29 +4,13 @@
 
 #include <rapidjson/document.h>
 
+#include "core/http/percent.h"
 #include "core/json/envelope.h"
 
 namespace llmgw {
 namespace {
 
 namespace rj = rapidjson;
-
-std::string pct(std::string_view s) {
-    static const char hex[] = "0123456789ABCDEF";
-    std::string out;
-    for (unsigned char c : s) {
-        const bool unreserved = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-                                c == '-' || c == '.' || c == '_' || c == '~';
-        if (unreserved) {
-            out += static_cast<char>(c);
-        } else {
-            out += '%';
-            out += hex[c >> 4];
-            out += hex[c & 15];
-        }
-    }
-    return out;
-}
 
 bool usable_id(std::string_view id) {
     if (id.empty() || id.size() > kDiscoveryMaxIdBytes || !is_valid_utf8(id)) return false;
@@ -49,13 +33,13 @@ std::string_view sv(const rj::Value& v) { return std::string_view(v.GetString(),
 std::string model_list_path(ProviderType type, std::string_view cursor) {
     switch (type) {
     case ProviderType::Anthropic:
-        return cursor.empty() ? "/v1/models?limit=1000" : "/v1/models?limit=1000&after_id=" + pct(cursor);
+        return cursor.empty() ? "/v1/models?limit=1000" : "/v1/models?limit=1000&after_id=" + percent_encode(cursor);
     case ProviderType::Gemini:
-        return cursor.empty() ? "/v1beta/models?pageSize=1000" : "/v1beta/models?pageSize=1000&pageToken=" + pct(cursor);
+        return cursor.empty() ? "/v1beta/models?pageSize=1000" : "/v1beta/models?pageSize=1000&pageToken=" + percent_encode(cursor);
     case ProviderType::OpenAI:
         break;
     }
-    return cursor.empty() ? "/models" : "/models?after=" + pct(cursor);
+    return cursor.empty() ? "/models" : "/models?after=" + percent_encode(cursor);
 }
 
 bool parse_model_page(ProviderType type, std::string_view body, ModelPage& out, std::string& err) {
@@ -134,7 +118,7 @@ std::size_t ModelWalk::next_page_limit() const {
 }
 
 void ModelWalk::overflow(std::string& err) const {
-    const bool page = bounds_.max_page <= (bytes_ < bounds_.max_total ? bounds_.max_total - bytes_ : 0);
+    const bool page = next_page_limit() == bounds_.max_page;   // the page bound was the nearer one
     err = page ? "page " + std::to_string(pages_ + 1) + " is larger than discover_max_page (" +
                      std::to_string(bounds_.max_page) + " bytes)"
                : "the pages are larger together than discover_max_total (" + std::to_string(bounds_.max_total) +

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/http/percent.h"
+
 namespace llmgw {
 namespace {
 
@@ -30,25 +32,6 @@ std::string json_form(std::string_view s) {
             } else {
                 out += c;
             }
-        }
-    }
-    return out;
-}
-
-// The secret in a URL (a query echoed back): every byte but the unreserved
-// ones as %XX.
-std::string percent_form(std::string_view s) {
-    std::string out;
-    for (char c : s) {
-        const auto u = static_cast<unsigned char>(c);
-        const bool unreserved = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-                                c == '-' || c == '.' || c == '_' || c == '~';
-        if (unreserved) {
-            out += c;
-        } else {
-            out += '%';
-            out += kHex[u >> 4];
-            out += kHex[u & 15];
         }
     }
     return out;
@@ -115,7 +98,7 @@ bool SecretSet::add(std::string_view secret) {
         add_pattern(std::move(slashed));
     }
     add_pattern(std::move(json));
-    add_pattern(percent_form(secret));
+    add_pattern(percent_encode(secret));   // in a URL (a query echoed back)
     build_shifts();
     return true;
 }

@@ -264,7 +264,10 @@ ngx_int_t Call::on_header(ngx_http_request_t* s) {
     if (no_status_line) status = 0;
     answered_ = true;
     upstream_status = status;
-    if (status >= 300) retry_after = header_value(s->headers_out.headers, "retry-after");
+    if (status >= 300) {   // as the client may see it: a configured secret masked
+        retry_after = header_value(s->headers_out.headers, "retry-after");
+        main_conf(s)->state->secrets.mask(retry_after);
+    }
     BodyMode m = codec->head(no_status_line ? -1 : static_cast<int>(status), sv(s->headers_out.content_type));
     if (m == BodyMode::Invalid) {
         // Not a final answer (1xx, no status line, a status out of range):

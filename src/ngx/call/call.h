@@ -87,7 +87,7 @@ public:
     State state = State::Idle;
     ngx_uint_t upstream_status = 0;
     ngx_int_t sr_rc = 0;
-    std::string retry_after;       // the upstream's Retry-After on an error status
+    std::string retry_after;       // the upstream's Retry-After on an error status (secrets masked)
     bool accounted = false;        // provider attempt/failure counted
     const Target* target = nullptr;     // where this call went (one of the request's failover targets)
     std::size_t provider_index = 0;     // the provider's position in the configuration (its breaker)

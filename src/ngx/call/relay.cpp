@@ -88,11 +88,7 @@ ngx_int_t answer_whole(ngx_http_request_t* r, RequestCtx* ctx, Call& call) {
     case EndState::UpstreamError:
         ngx_log_error(NGX_LOG_WARN, r->connection->log, 0, "llm_gateway: provider \"%s\" returned status %ui: %s",
                       provider_name(call).c_str(), call.upstream_status, log_text(res.text).c_str());
-        if (!call.retry_after.empty()) {
-            std::string value = call.retry_after;
-            main_conf(r)->state->secrets.mask(value);
-            if (add_header(r, "Retry-After", value) != NGX_OK) return NGX_ERROR;
-        }
+        if (!call.retry_after.empty() && add_header(r, "Retry-After", call.retry_after) != NGX_OK) return NGX_ERROR;
         return send_body(r, static_cast<ngx_uint_t>(res.status), res.content_type, call.pending());
     case EndState::Invalid:
         ngx_log_error(NGX_LOG_WARN, r->connection->log, 0, "llm_gateway: provider \"%s\" sent an invalid response: %s",
