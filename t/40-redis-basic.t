@@ -227,8 +227,10 @@ subtest 'round trips per metered request (counting proxy + commandstats)' => sub
     my $ng2 = Gw::Nginx->start(workers => 2, vars => { MOCK => $mock->port, PX => $px->port },
         conf => GwMeter::conf(users => ['llm_gateway_user carl key=sk-carl-40 group=eng;'],
                               http => "llm_gateway_store redis://127.0.0.1:%%PX%%;\n"));
-    # Warm-up: the first admission on a fresh server loads the script
-    # (EVALSHA -> NOSCRIPT -> EVAL); later ones are one EVALSHA each.
+    # Warm-up: a worker's new connection loads both scripts (SCRIPT LOAD,
+    # pipelined after the handshake), so even the first admission and the
+    # first accounting on a fresh server are one EVALSHA each, never a
+    # NOSCRIPT round trip after the client has its answer.
     my $t0 = time;
     is(GwMeter::chat($ng2, 'sk-carl-40')->{status}, 200, 'warm-up request 200');
     ok(Gw::wait_until(sub { $rd2->get_num(GwRedis::key('user', 'carl', 'tokout', 'day', $t0)) == 7 }, timeout => 5),
@@ -236,6 +238,11 @@ subtest 'round trips per metered request (counting proxy + commandstats)' => sub
     Time::HiRes::sleep(0.3);
     my $s0 = $px->stats;
     my $c0 = $rd2->commandstats;
+    is($rd2->calls('eval', $c0), 0, 'warm-up: no EVAL (the scripts were loaded as the connection opened)');
+    is($rd2->calls('evalsha', $c0), 2, 'warm-up: two EVALSHA (admission, accounting)');
+    is($rd2->calls('script|load', $c0), 2 * $s0->{connections}, 'two SCRIPT LOADs per connection opened');
+    is($s0->{bursts}[0][0], 'SCRIPT', "the connection's first command is SCRIPT LOAD")
+        or diag(explain($s0->{bursts}[0]));
     my $n = 20;
     my $t_start = time;
     for my $i (1 .. $n) {
@@ -274,8 +281,10 @@ subtest 'round trips per metered request (counting proxy + commandstats)' => sub
     # per admission, and the 60 counters of each accounting batch.
     is($rd2->calls('incrby', $c1) - $rd2->calls('incrby', $c0), (12 + $K) * $n,
        "commandstats INCRBY = (12 + $K) per metered request, all inside the scripts");
-    my @other = grep { !/^(?:EVALSHA|INCRBY|EXPIRE|SET)$/ } map { @$_ } @bursts;
+    my @other = grep { !/^(?:EVALSHA|INCRBY|EXPIRE|SET|SCRIPT)$/ } map { @$_ } @bursts;
     is_deeply(\@other, [], 'no other commands');
+    is(scalar(map { grep { $_ eq 'SCRIPT' } @$_ } @bursts), 2 * ($s1->{connections} - $s0->{connections}),
+       'SCRIPT LOAD only where a connection opened (the other worker\'s), two each');
     # Last-seen: one SET per scope (user, group) per minute per worker.
     my $minutes = int($t_end / 60) - int($t_start / 60) + 1;
     cmp_ok(scalar @sets, '<=', 2 * 2 * $minutes, "SETs <= 2 scopes x 2 workers x $minutes minute(s)");

@@ -67,7 +67,7 @@ void RedisConn::exec_encoded(std::string_view wire, std::size_t ncmds, Callback 
 // The batch of the commands just added to out_: its replies, then cb.
 // A failed write fails the batches (their callbacks posted, never run here).
 void RedisConn::queue(std::size_t ncmds, Callback cb, bool now) {
-    batches_.push_back(Batch{ncmds, {}, std::move(cb), ngx_current_msec + s_.timeout, false});
+    batches_.push_back(Batch{ncmds, {}, std::move(cb), ngx_current_msec + s_.timeout, false, 0});
     ngx_log_debug4(NGX_LOG_DEBUG_HTTP, log_, 0, "llm_gateway: store: %uz commands queued (%uz bytes, %uz batches in flight, %s)",
                    ncmds, out_.size(), batches_.size(), ready_ ? "connected" : connecting_ ? "connecting" : "connect");
     arm_timer();
@@ -112,11 +112,13 @@ void RedisConn::connect() {
         }
     }
     if (s_.url.db != 0) hello.push_back({"SELECT", std::to_string(s_.url.db)});
+    const std::size_t must_succeed = hello.size();
+    for (const std::string* src : preload_) hello.push_back({"SCRIPT", "LOAD", *src});
     if (!hello.empty()) {
         std::string pre;
         for (const auto& argv : hello) append_resp_command(pre, argv);
         out_.insert(0, pre);
-        batches_.push_front(Batch{hello.size(), {}, nullptr, ngx_current_msec + s_.timeout, true});
+        batches_.push_front(Batch{hello.size(), {}, nullptr, ngx_current_msec + s_.timeout, true, must_succeed});
     }
 
     peer_ = ngx_peer_connection_t{};
@@ -295,13 +297,18 @@ void RedisConn::read() {
             ngx_log_debug3(NGX_LOG_DEBUG_HTTP, log_, 0, "llm_gateway: store: %uz replies in %M ms%s", done.expect,
                            ngx_current_msec - (done.deadline - s_.timeout), done.internal ? " (handshake)" : "");
             if (done.internal) {
-                for (const auto& r : done.replies) {
-                    if (r.type == RespValue::Type::Error) {
-                        bool auth = r.str.find("WRONGPASS") != std::string::npos || r.str.find("NOAUTH") != std::string::npos ||
-                                    r.str.find("AUTH") != std::string::npos;
-                        fail(auth ? "the store refused the credentials" : "the store refused SELECT: " + r.str.substr(0, 120));
-                        return;
+                for (std::size_t i = 0; i < done.replies.size(); ++i) {
+                    const RespValue& r = done.replies[i];
+                    if (r.type != RespValue::Type::Error) continue;
+                    if (i >= done.must_succeed) {   // a SCRIPT LOAD: EVALSHA falls back to EVAL
+                        ngx_log_error(NGX_LOG_WARN, log_, 0, "llm_gateway: the limit store did not load a script: %s",
+                                      r.str.substr(0, 120).c_str());
+                        continue;
                     }
+                    bool auth = r.str.find("WRONGPASS") != std::string::npos || r.str.find("NOAUTH") != std::string::npos ||
+                                r.str.find("AUTH") != std::string::npos;
+                    fail(auth ? "the store refused the credentials" : "the store refused SELECT: " + r.str.substr(0, 120));
+                    return;
                 }
                 continue;
             }

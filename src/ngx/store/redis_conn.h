@@ -50,6 +50,13 @@ public:
     // any worker or replica, is admitted against it.
     void exec_encoded(std::string_view wire, std::size_t ncmds, Callback cb, bool now = false);
     void close();                  // fails whatever is pending
+    // Scripts loaded (SCRIPT LOAD) on every new connection, pipelined right
+    // after AUTH and SELECT and before any queued command: the first
+    // EVALSHA on the connection finds its script, so an accounting never
+    // waits for a NOSCRIPT round trip after its client has the answer.
+    // A script the store refuses is logged; its EVALSHA then falls back to
+    // EVAL as after a SCRIPT FLUSH.
+    void preload_scripts(std::vector<const std::string*> sources) { preload_ = std::move(sources); }
     std::size_t in_flight() const { return batches_.size(); }
     // Test-only (LLMGW_TEST_FAULT): handling the next reply throws
     // std::bad_alloc before its callback runs.
@@ -61,7 +68,8 @@ private:
         std::vector<RespValue> replies;
         Callback cb;
         ngx_msec_t deadline;
-        bool internal;             // AUTH/SELECT of a new connection
+        bool internal;             // AUTH/SELECT/SCRIPT LOAD of a new connection
+        std::size_t must_succeed;  // internal: how many first replies must not be errors (AUTH, SELECT)
     };
 
     bool shutting_down(Callback& cb);
@@ -107,6 +115,7 @@ private:
     ngx_event_t flush_{};          // writes out_ once the loop's handlers have queued theirs
     std::vector<std::pair<Callback, std::pair<std::string, std::vector<RespValue>>>> done_;
     bool fault_next_reply_ = false;
+    std::vector<const std::string*> preload_;   // script sources, static
 };
 
 }  // namespace llmgw

@@ -127,6 +127,7 @@ public:
     RedisStore(const StoreSettings* settings, CounterStore* fallback, StoreHealth& health, bool fail_next_reply)
         : settings_(settings), fallback_(fallback), health_(health), conn_(settings->redis, ngx_cycle->log) {
         if (fail_next_reply) conn_.fail_next_reply();
+        conn_.preload_scripts({&admit_script_source(), &account_script_source()});
         // Not cancelable: a worker that is shutting down gives its idle
         // leases back before it exits (at most kLeaseIdleMs later).
         idle_ev_.handler = on_idle_timer;
