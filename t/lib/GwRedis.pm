@@ -509,8 +509,12 @@ sub _loop {
 
 package GwRedis::Fake;
 
+use Digest::SHA ();
+
 # A fake store: answers every complete command it receives with the same
-# scripted bytes (reply => $bytes; undef: never answers, only reads).
+# scripted bytes (reply => $bytes; undef: never answers, only reads), but
+# SCRIPT LOAD (sent as each connection opens) with the script's SHA1, as a
+# real server would, so the scripted bytes answer the gateway's admission.
 # close_after_accept => 1 closes each connection at once.
 #   $fk->stats -> {connections => N, commands => [[VERB, ...] per command]}
 
@@ -553,8 +557,9 @@ sub _loop {
             my @cmds = eval { GwRedis::Server::_parse_commands(\$buf{$fd}) };
             for my $c (@cmds) {
                 push @{ $self->{stats}{commands} }, uc($c->[0] // '');
-                if (defined $self->{reply}) {
-                    my $out = $self->{reply};
+                my $load = uc($c->[0] // '') eq 'SCRIPT' && uc($c->[1] // '') eq 'LOAD';
+                if ($load || defined $self->{reply}) {
+                    my $out = $load ? "\$40\r\n" . Digest::SHA::sha1_hex($c->[2] // '') . "\r\n" : $self->{reply};
                     my $off = 0;
                     while ($off < length $out) {
                         my $w = syswrite($s, $out, length($out) - $off, $off);

@@ -5,6 +5,8 @@
 
 #include <new>
 
+#include "core/log/log_escape.h"
+
 namespace llmgw {
 
 RedisConn::RedisConn(const RedisSettings& s, ngx_log_t* log) : s_(s), log_(log), quiet_log_(*log) {
@@ -301,8 +303,8 @@ void RedisConn::read() {
                     const RespValue& r = done.replies[i];
                     if (r.type != RespValue::Type::Error) continue;
                     if (i >= done.must_succeed) {   // a SCRIPT LOAD: EVALSHA falls back to EVAL
-                        ngx_log_error(NGX_LOG_WARN, log_, 0, "llm_gateway: the limit store did not load a script: %s",
-                                      r.str.substr(0, 120).c_str());
+                        ngx_log_error(NGX_LOG_WARN, log_, 0, "llm_gateway: SCRIPT LOAD refused (the script is sent with EVAL when needed): %s",
+                                      log_text(r.str.substr(0, 120)).c_str());
                         continue;
                     }
                     bool auth = r.str.find("WRONGPASS") != std::string::npos || r.str.find("NOAUTH") != std::string::npos ||
