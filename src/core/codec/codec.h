@@ -14,7 +14,7 @@
 
 #include "core/codec/codec_kind.h"
 #include "core/codec/openai.h"
-#include "core/config/provider.h"
+#include "core/codec/provider_type.h"
 #include "core/http/multipart.h"
 #include "core/http/redact.h"
 

@@ -1,5 +1,5 @@
-// Provider types: each names a wire format (src/core/codec: the OpenAI
-// codec, the Anthropic and Gemini readers and request builders).
+// Provider types: each names a wire format (the OpenAI
+// codec, the Anthropic and Gemini readers and request builders of this folder).
 #pragma once
 #include <string_view>
 

@@ -12,7 +12,7 @@
 
 #include "core/config/digest.h"
 #include "core/metering/limits.h"
-#include "core/config/provider.h"
+#include "core/codec/provider_type.h"
 #include "core/discovery/model_list.h"
 
 namespace llmgw {

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/config/provider.h"
+#include "core/codec/provider_type.h"
 
 namespace llmgw {
 
