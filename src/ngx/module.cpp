@@ -1,7 +1,19 @@
 // The module definition: directive table, module context, configuration
 // create/merge and postconfiguration. Handlers live in their own files.
+#include "core/log/log_escape.h"
 #include "core/metering/reservation.h"
-#include "ngx/module.h"
+#include "ngx/call/call.h"
+#include "ngx/call/health.h"
+#include "ngx/call/relay.h"
+#include "ngx/conf/directives.h"
+#include "ngx/conf/users_reload.h"
+#include "ngx/discovery/model_cache.h"
+#include "ngx/events/feed.h"
+#include "ngx/http/variables.h"
+#include "ngx/main_conf.h"
+#include "ngx/ngx_incl.h"
+#include "ngx/phases/access.h"
+#include "ngx/phases/content.h"
 #include "ngx/worker.h"
 
 namespace llmgw {
@@ -253,6 +265,7 @@ char* merge_loc_conf(ngx_conf_t* cf, void* parent, void* child) {
         // 413 into the gateway's envelope. The core module merged first.
         auto* clcf = static_cast<ngx_http_core_loc_conf_t*>(ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module));
         clcf->client_max_body_size = conf->max_body_size;
+        clcf->handler = content_handler;   // the location's content: the route's handler
     }
     return NGX_CONF_OK;
 }

@@ -8,8 +8,14 @@
 #include "core/metering/keys.h"
 #include "core/metering/reservation.h"
 #include "ngx/admin/admin_http.h"
+#include "ngx/admin/handlers.h"
 #include "ngx/call/health.h"
 #include "ngx/discovery/model_cache.h"
+#include "ngx/http/respond.h"
+#include "ngx/http/store_wait.h"
+#include "ngx/main_conf.h"
+#include "ngx/request/ctx.h"
+#include "ngx/store/store.h"
 #include "ngx/worker.h"
 
 namespace llmgw {
@@ -83,7 +89,7 @@ namespace {
 
 ngx_int_t usage(ngx_http_request_t* r, RequestCtx* ctx) {
     if (admin_secure_headers(r) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    const Directory& dir = *ctx->directory;
+    const Directory& dir = *ctx->auth.directory;
     std::time_t now = ngx_time();
     auto keys = std::make_shared<std::vector<std::string>>();
     for (const auto& u : dir.users()) append_usage_keys("user", u.name, now, *keys);
@@ -112,7 +118,7 @@ ngx_int_t usage(ngx_http_request_t* r, RequestCtx* ctx) {
                          }
                          std::vector<std::int64_t> usage(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(n));
                          return send_json(r, NGX_HTTP_OK,
-                                          render_usage(*ctx->directory, now, usage, main_conf(r)->state->replica, reserved));
+                                          render_usage(*ctx->auth.directory, now, usage, main_conf(r)->state->replica, reserved));
                      });
 }
 
@@ -137,7 +143,7 @@ ngx_int_t overview(ngx_http_request_t* r, RequestCtx* ctx) {
         }
         in.health.push_back(h);
     }
-    in.directory = ctx->directory.get();
+    in.directory = ctx->auth.directory.get();
     if (st.store) {
         OverviewStore& s = in.store;
         s.shared = true;

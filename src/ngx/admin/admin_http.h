@@ -8,7 +8,9 @@
 #include <string_view>
 #include <vector>
 
-#include "ngx/module.h"
+#include "ngx/ngx_incl.h"
+#include "ngx/request/ctx.h"
+#include "ngx/store/store.h"
 #include "ngx/worker.h"
 
 namespace llmgw {

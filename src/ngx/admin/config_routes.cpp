@@ -2,6 +2,10 @@
 // catalog, the consumers and the effective configuration (no secret in any).
 #include "core/admin/config_views.h"
 #include "ngx/admin/admin_http.h"
+#include "ngx/admin/handlers.h"
+#include "ngx/http/respond.h"
+#include "ngx/main_conf.h"
+#include "ngx/request/ctx.h"
 
 namespace llmgw {
 namespace {
@@ -41,12 +45,12 @@ ngx_int_t admin_catalog(ngx_http_request_t* r, RequestCtx*) {
 }
 
 ngx_int_t admin_consumers(ngx_http_request_t* r, RequestCtx* ctx) {
-    return answer(r, render_consumers(main_conf(r)->state->config, *ctx->directory));
+    return answer(r, render_consumers(main_conf(r)->state->config, *ctx->auth.directory));
 }
 
 ngx_int_t admin_config(ngx_http_request_t* r, RequestCtx* ctx) {
     const MainConf& mcf = *main_conf(r);
-    return answer(r, render_config(mcf.state->config, *ctx->directory, config_settings(mcf)));
+    return answer(r, render_config(mcf.state->config, *ctx->auth.directory, config_settings(mcf)));
 }
 
 }  // namespace llmgw

@@ -1,7 +1,13 @@
 // GET /admin/api/events: the failure feed (docs/events.md).
 #include "core/events/event.h"
 #include "ngx/admin/admin_http.h"
+#include "ngx/admin/handlers.h"
 #include "ngx/events/feed.h"
+#include "ngx/http/respond.h"
+#include "ngx/http/store_wait.h"
+#include "ngx/main_conf.h"
+#include "ngx/request/ctx.h"
+#include "ngx/store/store.h"
 
 namespace llmgw {
 namespace {

@@ -4,9 +4,14 @@
 // core/metrics. Store-backed series are left out when the read failed.
 #include "core/metrics/gateway_metrics.h"
 #include "ngx/admin/admin_http.h"
+#include "ngx/admin/handlers.h"
 #include "ngx/call/health.h"
 #include "ngx/events/feed.h"
-#include "ngx/module.h"
+#include "ngx/http/respond.h"
+#include "ngx/main_conf.h"
+#include "ngx/ngx_incl.h"
+#include "ngx/request/ctx.h"
+#include "ngx/store/store.h"
 #include "ngx/worker.h"
 
 namespace llmgw {
@@ -45,7 +50,7 @@ ngx_int_t metrics_handler(ngx_http_request_t* r, RequestCtx* ctx) {
     MainConf* mcf = main_conf(r);
     auto* lcf = static_cast<LocConf*>(ngx_http_get_module_loc_conf(r, ngx_http_llm_gateway_module));
     // A scrape allowed by address has no user: the current directory.
-    std::shared_ptr<const Directory> dir = ctx->directory ? ctx->directory : mcf->state->directory;
+    std::shared_ptr<const Directory> dir = ctx->auth.directory ? ctx->auth.directory : mcf->state->directory;
     auto in = std::make_shared<MetricsInput>(local_input(mcf, *dir));
     if (lcf->metrics_model_label) {
         for (const auto& p : mcf->state->config.providers()) {

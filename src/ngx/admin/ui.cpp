@@ -5,6 +5,9 @@
 // not-modified filter answers a browser's If-None-Match with 304.
 #include "core/admin/ui_assets.h"
 #include "ngx/admin/admin_http.h"
+#include "ngx/admin/handlers.h"
+#include "ngx/http/respond.h"
+#include "ngx/request/ctx.h"
 
 namespace llmgw {
 namespace {

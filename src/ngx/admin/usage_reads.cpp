@@ -9,7 +9,13 @@
 #include "core/metering/keys.h"
 #include "core/stats/latency.h"
 #include "ngx/admin/admin_http.h"
+#include "ngx/admin/handlers.h"
 #include "ngx/discovery/model_cache.h"
+#include "ngx/http/respond.h"
+#include "ngx/main_conf.h"
+#include "ngx/request/ctx.h"
+#include "ngx/store/store.h"
+#include "core/log/log_escape.h"
 
 namespace llmgw {
 namespace {
@@ -21,7 +27,7 @@ using SeriesRender = std::string (*)(const HistoryQuery&, const std::vector<std:
 ngx_int_t read_series(ngx_http_request_t* r, RequestCtx* ctx, std::shared_ptr<HistoryQuery> q,
                       std::shared_ptr<std::vector<std::string>> buckets, std::shared_ptr<std::vector<std::string>> keys,
                       SeriesRender render) {
-    const Directory& dir = *ctx->directory;
+    const Directory& dir = *ctx->auth.directory;
     if ((q->kind == "user" && dir.find_user(q->id) == nullptr) || (q->kind == "group" && dir.find_group(q->id) == nullptr)) {
         return send_error(r, NGX_HTTP_NOT_FOUND, "unknown " + q->kind + " \"" + log_value(q->id) + "\"",
                           "invalid_request_error", "unknown_scope");
@@ -116,7 +122,7 @@ ngx_int_t ranking(ngx_http_request_t* r, RequestCtx* ctx) {
                               "usage per user and model is not recorded: enable it with llm_gateway_stats user_model=on",
                               "invalid_request_error", "statistic_off");
         }
-        if (ctx->directory->find_user(q->user) == nullptr) {
+        if (ctx->auth.directory->find_user(q->user) == nullptr) {
             return send_error(r, NGX_HTTP_NOT_FOUND, "unknown user \"" + log_value(q->user) + "\"",
                               "invalid_request_error", "unknown_scope");
         }

@@ -5,25 +5,33 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "ngx/admission/admission.h"
+
+#include "core/log/log_escape.h"
 #include "core/metering/reservation.h"
 #include "ngx/events/feed.h"
 #include "ngx/http/request_events.h"
-#include "ngx/http/routes.h"
-#include "ngx/module.h"
+#include "ngx/http/respond.h"
+#include "ngx/http/store_wait.h"
+#include "ngx/main_conf.h"
+#include "ngx/ngx_incl.h"
+#include "ngx/request/ctx.h"
+#include "ngx/request/route.h"
+#include "ngx/store/store.h"
 #include "ngx/worker.h"
 
 namespace llmgw {
 namespace {
 
 bool cost_budget_applies(const RequestCtx& ctx) {
-    if (ctx.user->limits.has_cost_budget()) return true;
-    const GroupConf* g = ctx.directory->find_group(ctx.user->group);
+    if (ctx.auth.user->limits.has_cost_budget()) return true;
+    const GroupConf* g = ctx.auth.directory->find_group(ctx.auth.user->group);
     return g != nullptr && g->limits.has_cost_budget();
 }
 
 ngx_int_t answer_rejection(ngx_http_request_t* r, RequestCtx* ctx, const AdmissionResult& res) {
     ngx_log_error(NGX_LOG_WARN, r->connection->log, 0, "llm_gateway: rejected user=\"%s\": %s",
-                  log_value(ctx->user->name).c_str(), log_text(res.message).c_str());
+                  log_value(ctx->auth.user->name).c_str(), log_text(res.message).c_str());
     if (add_header(r, "Retry-After", std::to_string(res.retry_after)) != NGX_OK) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
@@ -32,25 +40,25 @@ ngx_int_t answer_rejection(ngx_http_request_t* r, RequestCtx* ctx, const Admissi
         if (s.kind != "total") count_rejection(main_conf(r), s.kind, s.id);
     }
     if (res.kind == ViolationKind::Budget) {
-        ctx->reject_kind = "budget";
+        ctx->admission.reject_kind = "budget";
         return reject(r, NGX_HTTP_TOO_MANY_REQUESTS, res.message, "insufficient_quota", "budget_exceeded");
     }
-    ctx->reject_kind = "rate_limit";
+    ctx->admission.reject_kind = "rate_limit";
     return reject(r, NGX_HTTP_TOO_MANY_REQUESTS, res.message, "rate_limit_error", "rate_limit_exceeded");
 }
 
 // The 402 rule: a model with no price cannot be billed against a cost budget.
 bool priced_or_allowed(ngx_http_request_t* r, RequestCtx* ctx, MainConf* mcf) {
-    const ProviderConf& p = *ctx->resolved.provider;
-    ctx->price = mcf->state->prices.find(p.name, provider_type_name(p.type), ctx->resolved.upstream_model);
-    if (ctx->price != nullptr || !cost_budget_applies(*ctx)) return true;
+    const ProviderConf& p = *ctx->in.resolved.provider;
+    ctx->in.price = mcf->state->prices.find(p.name, provider_type_name(p.type), ctx->in.resolved.upstream_model);
+    if (ctx->in.price != nullptr || !cost_budget_applies(*ctx)) return true;
     if (mcf->allow_unpriced) {
         ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
                       "llm_gateway: model \"%s\" has no price; billed as zero for user \"%s\" "
                       "(llm_gateway_allow_unpriced on)",
-                      log_value(ctx->resolved.canonical).c_str(), log_value(ctx->user->name).c_str());
+                      log_value(ctx->in.resolved.canonical).c_str(), log_value(ctx->auth.user->name).c_str());
         request_event(*ctx, "unpriced", 0,
-                      "model " + ctx->resolved.canonical + " has no configured price; billed as zero under a cost budget",
+                      "model " + ctx->in.resolved.canonical + " has no configured price; billed as zero under a cost budget",
                       nullptr, {}, "pricing");
         return true;
     }
@@ -64,12 +72,12 @@ bool priced_or_allowed(ngx_http_request_t* r, RequestCtx* ctx, MainConf* mcf) {
 // reservation travels beside it).
 const std::shared_ptr<const AdmissionPlan>& plan_for(PlanCache& pc, const RequestCtx& ctx, std::time_t now,
                                                      bool in_process, std::int64_t reserve_ttl) {
-    if (pc.dir != ctx.directory.get() || pc.plans[0].size() + pc.plans[1].size() > 4096) {
-        pc.dir = ctx.directory.get();   // users were reloaded: their addresses may be reused
+    if (pc.dir != ctx.auth.directory.get() || pc.plans[0].size() + pc.plans[1].size() > 4096) {
+        pc.dir = ctx.auth.directory.get();   // users were reloaded: their addresses may be reused
         pc.plans[0].clear();
         pc.plans[1].clear();
     }
-    PlanCache::Cached& c = pc.plans[ctx.is_admin_traffic ? 1 : 0][ctx.user];
+    PlanCache::Cached& c = pc.plans[ctx.auth.is_admin_traffic ? 1 : 0][ctx.auth.user];
     if (c.second != now || c.plan == nullptr) {
         c.plan = std::make_shared<const AdmissionPlan>(build_admission_plan(request_scopes(ctx), now, in_process, reserve_ttl));
         c.second = now;
@@ -83,19 +91,19 @@ const std::shared_ptr<const AdmissionPlan>& plan_for(PlanCache& pc, const Reques
 // nothing.
 ReserveAmounts reservation_for(const MainConf* mcf, const RequestCtx& ctx) {
     ReserveAmounts a;
-    const std::int64_t in = estimate_input_tokens(ctx.body.size());
-    std::int64_t out = ctx.doc ? ctx.doc->info().max_output : 0;
+    const std::int64_t in = estimate_input_tokens(ctx.in.body.size());
+    std::int64_t out = ctx.in.doc ? ctx.in.doc->info().max_output : 0;
     if (ctx.route->codec == CodecKind::OpenAIEmbeddings) {
         out = 0;
     } else if (out <= 0) {
         out = mcf->reserve_output;
     }
     a.tokens = in > INT64_MAX - out ? INT64_MAX : in + out;
-    for (const Target& t : ctx.resolved.targets) {
+    for (const Target& t : ctx.in.resolved.targets) {
         // The first target's price was looked up by the 402 rule.
-        const bool first = ctx.price != nullptr && t.provider == ctx.resolved.provider &&
-                           t.upstream_model == ctx.resolved.upstream_model;
-        const Price* p = first ? ctx.price
+        const bool first = ctx.in.price != nullptr && t.provider == ctx.in.resolved.provider &&
+                           t.upstream_model == ctx.in.resolved.upstream_model;
+        const Price* p = first ? ctx.in.price
                                : mcf->state->prices.find(t.provider->name, provider_type_name(t.provider->type),
                                                          t.upstream_model);
         if (p != nullptr) a.cost_micros = std::max(a.cost_micros, cost_micros(*p, in, out));
@@ -115,7 +123,7 @@ void cutoff_keep_limits(const MainConf* mcf, RequestCtx* ctx, const AdmissionPla
 
 void cutoff_admitted(RequestCtx* ctx) {
     if (ctx->cutoff.limits.empty()) return;
-    ctx->cutoff.remaining = remaining_budget(ctx->cutoff.limits, ctx->admit_result.used, ctx->cutoff.checks);
+    ctx->cutoff.remaining = remaining_budget(ctx->cutoff.limits, ctx->admission.result.used, ctx->cutoff.checks);
     ctx->cutoff.active = ctx->cutoff.remaining.any();
 }
 
@@ -123,10 +131,10 @@ void cutoff_admitted(RequestCtx* ctx) {
 
 std::vector<Scope> request_scopes(const RequestCtx& ctx) {
     std::vector<Scope> scopes;
-    const UserConf& u = *ctx.user;
+    const UserConf& u = *ctx.auth.user;
     scopes.push_back(Scope{"user", u.name, &u.limits});
-    if (ctx.is_admin_traffic) return scopes;   // the admin's own limits; never group or total
-    const GroupConf* g = ctx.directory->find_group(u.group);
+    if (ctx.auth.is_admin_traffic) return scopes;   // the admin's own limits; never group or total
+    const GroupConf* g = ctx.auth.directory->find_group(u.group);
     scopes.push_back(Scope{"group", u.group, g ? &g->limits : nullptr});
     scopes.push_back(Scope{"total", "all", nullptr});
     return scopes;
@@ -137,12 +145,12 @@ ngx_int_t admit_request(ngx_http_request_t* r, RequestCtx* ctx) {
     // The 402 rule is for routes billed by tokens; media routes record no
     // cost, and a passthrough's model is known only from its answer.
     const bool billed = ctx->route != nullptr && ctx->route->tally == Tally::Tokens;
-    if (!ctx->is_admin_traffic && billed && !priced_or_allowed(r, ctx, mcf)) {
+    if (!ctx->auth.is_admin_traffic && billed && !priced_or_allowed(r, ctx, mcf)) {
         ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
                       "llm_gateway: model \"%s\" has no price and a cost budget applies to user \"%s\"",
-                      log_value(ctx->resolved.canonical).c_str(), log_value(ctx->user->name).c_str());
-        ctx->reject_kind = "unpriced";
-        std::string msg = "model " + ctx->resolved.canonical + " has no configured price and a cost budget applies to this key";
+                      log_value(ctx->in.resolved.canonical).c_str(), log_value(ctx->auth.user->name).c_str());
+        ctx->admission.reject_kind = "unpriced";
+        std::string msg = "model " + ctx->in.resolved.canonical + " has no configured price and a cost budget applies to this key";
         request_event(*ctx, "unpriced", 402, msg, nullptr, {}, "pricing");
         return reject(r, 402, msg, "invalid_request_error", "model_unpriced");
     }
@@ -151,22 +159,22 @@ ngx_int_t admit_request(ngx_http_request_t* r, RequestCtx* ctx) {
     if (store == nullptr || w == nullptr) return NGX_HTTP_INTERNAL_SERVER_ERROR;
     std::shared_ptr<const AdmissionPlan> plan =
         plan_for(w->plans, *ctx, ngx_time(), store_uses_in_process_ttls(mcf), mcf->reserve_ttl);
-    if (mcf->ratelimit_headers && !ctx->is_admin_traffic) ctx->limit_shapes = limit_shapes(*plan);
+    if (mcf->ratelimit_headers && !ctx->auth.is_admin_traffic) ctx->admission.limit_shapes = limit_shapes(*plan);
     // Reservations: this request's worst case (a request that reserves
     // nothing, zeros).
     ReserveAmounts amounts;
     if (!plan->reserve.empty()) {
         if (billed) amounts = reservation_for(mcf, *ctx);
-        ctx->held = HeldReservation{plan, amounts};
+        ctx->admission.held = HeldReservation{plan, amounts};
     }
     if (billed) cutoff_keep_limits(mcf, ctx, *plan);
     ngx_log_debug7(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                    "llm_gateway: admission of user \"%s\" group \"%s\": %uz checks, %uz reservations "
                    "(worst case %L tokens, %L micro-USD), store \"%s\"",
-                   log_value(ctx->user->name).c_str(), log_value(ctx->user->group).c_str(), plan->checks.size(),
+                   log_value(ctx->auth.user->name).c_str(), log_value(ctx->auth.user->group).c_str(), plan->checks.size(),
                    plan->reserve.size(), static_cast<long long>(amounts.tokens),
                    static_cast<long long>(amounts.cost_micros), store->name());
-    ctx->admit_asked = ngx_current_msec;
+    ctx->admission.asked = ngx_current_msec;
 
     ctx->phase = RequestCtx::Phase::Admitting;
     return await_store(
@@ -185,8 +193,8 @@ ngx_int_t admit_request(ngx_http_request_t* r, RequestCtx* ctx) {
                     }
                     return;
                 }
-                ctx->admit_reply = rep;
-                ctx->admit_result = res;
+                ctx->admission.reply = rep;
+                ctx->admission.result = res;
                 answered();
             });
         },
@@ -195,32 +203,32 @@ ngx_int_t admit_request(ngx_http_request_t* r, RequestCtx* ctx) {
 
 ngx_int_t finish_admission(ngx_http_request_t* r, RequestCtx* ctx) {
     ngx_log_debug5(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
-                   "llm_gateway: admission answered in %M ms: %s%s%s (lease %s)", ngx_current_msec - ctx->admit_asked,
-                   ctx->admit_reply.status != StoreStatus::Ok ? "store error: "
-                   : ctx->admit_result.admitted            ? "admitted"
+                   "llm_gateway: admission answered in %M ms: %s%s%s (lease %s)", ngx_current_msec - ctx->admission.asked,
+                   ctx->admission.reply.status != StoreStatus::Ok ? "store error: "
+                   : ctx->admission.result.admitted            ? "admitted"
                                                            : "rejected: ",
-                   ctx->admit_reply.status != StoreStatus::Ok ? log_text(ctx->admit_reply.error).c_str() : "",
-                   ctx->admit_reply.status == StoreStatus::Ok && !ctx->admit_result.admitted
-                       ? log_text(ctx->admit_result.message).c_str()
+                   ctx->admission.reply.status != StoreStatus::Ok ? log_text(ctx->admission.reply.error).c_str() : "",
+                   ctx->admission.reply.status == StoreStatus::Ok && !ctx->admission.result.admitted
+                       ? log_text(ctx->admission.result.message).c_str()
                        : "",
-                   ctx->admit_result.lease != nullptr ? "held" : "none");
+                   ctx->admission.result.lease != nullptr ? "held" : "none");
     // What remains, from this admission's own sums (no further store read).
-    if (!ctx->limit_shapes.empty() && ctx->admit_reply.status == StoreStatus::Ok) {
-        ctx->allowance = allowance_headers(tightest_allowances(ctx->limit_shapes, ctx->admit_result, ngx_time()));
+    if (!ctx->admission.limit_shapes.empty() && ctx->admission.reply.status == StoreStatus::Ok) {
+        ctx->admission.allowance = allowance_headers(tightest_allowances(ctx->admission.limit_shapes, ctx->admission.result, ngx_time()));
     }
     // Nothing was reserved unless the request was admitted; a shared store
     // may hold parts of it in the worker's leases.
-    if (ctx->admit_reply.status != StoreStatus::Ok || !ctx->admit_result.admitted) ctx->held.clear();
-    if (ctx->held.plan != nullptr) ctx->held.lease = std::move(ctx->admit_result.lease);
-    if (ctx->admit_reply.status != StoreStatus::Ok) {
+    if (ctx->admission.reply.status != StoreStatus::Ok || !ctx->admission.result.admitted) ctx->admission.held.clear();
+    if (ctx->admission.held.plan != nullptr) ctx->admission.held.lease = std::move(ctx->admission.result.lease);
+    if (ctx->admission.reply.status != StoreStatus::Ok) {
         ngx_log_error(NGX_LOG_WARN, r->connection->log, 0, "llm_gateway: admission refused: %s",
-                      log_text(ctx->admit_reply.error).c_str());
-        ctx->reject_kind = "store_down";
+                      log_text(ctx->admission.reply.error).c_str());
+        ctx->admission.reject_kind = "store_down";
         request_event(*ctx, "store_down", 503, "the limit store is unavailable");
         return reject(r, NGX_HTTP_SERVICE_UNAVAILABLE, "the limit store is unavailable", "server_error",
                       "limit_store_unavailable");
     }
-    if (!ctx->admit_result.admitted) return answer_rejection(r, ctx, ctx->admit_result);
+    if (!ctx->admission.result.admitted) return answer_rejection(r, ctx, ctx->admission.result);
     cutoff_admitted(ctx);
     ctx->phase = RequestCtx::Phase::Admitted;
     return NGX_DECLINED;

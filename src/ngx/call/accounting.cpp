@@ -3,11 +3,19 @@
 // last-seen stamps at most once per scope per minute per worker.
 #include <utility>
 
+#include "ngx/call/accounting.h"
+
+#include "core/log/log_escape.h"
 #include "core/metering/accounting.h"
 #include "core/stats/latency.h"
+#include "ngx/admission/admission.h"
 #include "ngx/call/call.h"
-#include "ngx/http/routes.h"
-#include "ngx/module.h"
+#include "ngx/call/relay.h"
+#include "ngx/main_conf.h"
+#include "ngx/ngx_incl.h"
+#include "ngx/request/ctx.h"
+#include "ngx/request/route.h"
+#include "ngx/store/store.h"
 #include "ngx/worker.h"
 
 namespace llmgw {
@@ -69,7 +77,7 @@ std::string_view upstream_model_of(const RequestCtx& ctx, const Call& c) {
     if (ctx.route != nullptr && ctx.route->tally == Tally::Sniffed) {
         return c.answered() ? std::string_view(c.outcome().model) : std::string_view();
     }
-    return c.target ? c.target->upstream_model : ctx.resolved.upstream_model;
+    return c.target ? c.target->upstream_model : ctx.in.resolved.upstream_model;
 }
 
 std::string provmodel_of(const RequestCtx& ctx, const Call& c) {
@@ -91,7 +99,7 @@ void apply(CounterStore* store, const std::vector<ScopeDelta>& deltas, std::time
 }  // namespace
 
 const Price* answering_price(MainConf* mcf, const RequestCtx& ctx, const Call& c) {
-    if (c.target == nullptr || c.target->canonical == ctx.resolved.canonical) return ctx.price;
+    if (c.target == nullptr || c.target->canonical == ctx.in.resolved.canonical) return ctx.in.price;
     return mcf->state->prices.find(c.provider->name, provider_type_name(c.provider->type), c.target->upstream_model);
 }
 
@@ -106,7 +114,7 @@ bool call_failed(const Call& c) {
 }
 
 void account_call(ngx_log_t*, MainConf* mcf, RequestCtx* ctx, Call& call) {
-    if (call.accounted || ctx->user == nullptr) return;
+    if (call.accounted || ctx->auth.user == nullptr) return;
     call.accounted = true;
     CounterStore* store = counter_store(mcf);
     if (store == nullptr) return;
@@ -118,9 +126,9 @@ void account_call(ngx_log_t*, MainConf* mcf, RequestCtx* ctx, Call& call) {
 }
 
 void account_request(ngx_log_t* log, MainConf* mcf, RequestCtx* ctx, bool cancelled) {
-    Call* call = ctx->chosen;
-    if (ctx->accounted || ctx->user == nullptr || ctx->resolved.provider == nullptr || call == nullptr) return;
-    ctx->accounted = true;
+    Call* call = ctx->attempts.chosen;
+    if (ctx->billed.accounted || ctx->auth.user == nullptr || ctx->in.resolved.provider == nullptr || call == nullptr) return;
+    ctx->billed.accounted = true;
     CounterStore* store = counter_store(mcf);
     if (store == nullptr) return;
     std::time_t now = ngx_time();
@@ -138,11 +146,11 @@ void account_request(ngx_log_t* log, MainConf* mcf, RequestCtx* ctx, bool cancel
         // Images and audio: the model's request after a complete answer; no
         // tokens, no cost (accounting rule 5).
         if (call->answered() && call->outcome().end == EndState::Complete) {
-            in.model = call->target ? call->target->canonical : ctx->resolved.canonical;
+            in.model = call->target ? call->target->canonical : ctx->in.resolved.canonical;
             in.model_overflow = overflow;
             deltas = accounting_deltas(in);
             ngx_log_error(NGX_LOG_INFO, log, 0, "llm_gateway: usage user=\"%s\" model=\"%s\" route=\"%s\" (requests only)",
-                          log_value(ctx->user->name).c_str(), log_value(in.model).c_str(), ctx->route->name);
+                          log_value(ctx->auth.user->name).c_str(), log_value(in.model).c_str(), ctx->route->name);
         }
     } else if (tally == Tally::Sniffed && call_served(*call, cancelled)) {
         // Passthrough: tokens and cost only when the answer carried usage;
@@ -166,14 +174,14 @@ void account_request(ngx_log_t* log, MainConf* mcf, RequestCtx* ctx, bool cancel
             ngx_log_error(NGX_LOG_INFO, log, 0,
                           "llm_gateway: usage user=\"%s\" model=\"%s\" prompt_tokens=%L completion_tokens=%L "
                           "cost_micro_usd=%L route=\"passthrough\"%s",
-                          log_value(ctx->user->name).c_str(), log_value(in.model).c_str(),
+                          log_value(ctx->auth.user->name).c_str(), log_value(in.model).c_str(),
                           static_cast<long long>(in.usage.prompt_tokens),
                           static_cast<long long>(in.usage.completion_tokens), static_cast<long long>(in.cost_micros),
                           in.scopes.empty() ? " (no usage in the answer)" : "");
         }
     } else if (tally == Tally::Tokens && call_served(*call, cancelled)) {
         in.scopes = scopes;
-        in.model = call->target ? call->target->canonical : ctx->resolved.canonical;
+        in.model = call->target ? call->target->canonical : ctx->in.resolved.canonical;
         in.model_overflow = overflow;
         // A stream ended at its budget: billed for what reached the client.
         const bool cut_off = call->answered() && call->outcome().end == EndState::Stopped;
@@ -182,27 +190,27 @@ void account_request(ngx_log_t* log, MainConf* mcf, RequestCtx* ctx, bool cancel
             ngx_log_error(NGX_LOG_WARN, log, 0,
                           "llm_gateway: implausible usage from the provider for model \"%s\" (a token count that is "
                           "not an integer from 0 to 9223372036854775807); estimating",
-                          log_value(ctx->resolved.canonical).c_str());
+                          log_value(ctx->in.resolved.canonical).c_str());
             in.usage = Usage();   // unread usage
         } else if (in.usage.present && !usage_plausible(in.usage, mcf->max_tokens_per_request)) {
             ngx_log_error(NGX_LOG_WARN, log, 0,
                           "llm_gateway: implausible usage from the provider for model \"%s\" (prompt_tokens=%L "
                           "completion_tokens=%L, over llm_gateway_max_tokens_per_request %i); estimating",
-                          log_value(ctx->resolved.canonical).c_str(), static_cast<long long>(in.usage.prompt_tokens),
+                          log_value(ctx->in.resolved.canonical).c_str(), static_cast<long long>(in.usage.prompt_tokens),
                           static_cast<long long>(in.usage.completion_tokens), mcf->max_tokens_per_request);
             in.usage.present = false;
         }
         if (cut_off) {
             // The reported input, else the estimate; the larger of the reported
             // output and the relayed text / 4.
-            const StreamUsage su = stream_usage(in.usage, ctx->cutoff.relayed_text_bytes, ctx->body.size(), nullptr);
+            const StreamUsage su = stream_usage(in.usage, ctx->cutoff.relayed_text_bytes, ctx->in.body.size(), nullptr);
             in.estimated = !in.usage.present;
             in.usage.present = true;
             in.usage.prompt_tokens = su.prompt_tokens;
             in.usage.completion_tokens = su.completion_tokens;
         } else if (!in.usage.present) {
             in.estimated = true;
-            in.usage.prompt_tokens = static_cast<std::int64_t>(ctx->body.size() / 4);
+            in.usage.prompt_tokens = static_cast<std::int64_t>(ctx->in.body.size() / 4);
             // A cancelled stream: what it carried before it ended, bytes / 4.
             in.usage.completion_tokens = cancelled ? call->outcome().text_bytes / 4 : 0;
         }
@@ -212,7 +220,7 @@ void account_request(ngx_log_t* log, MainConf* mcf, RequestCtx* ctx, bool cancel
         ngx_log_error(NGX_LOG_INFO, log, 0,
                       "llm_gateway: usage user=\"%s\" model=\"%s\" prompt_tokens=%L completion_tokens=%L "
                       "cost_micro_usd=%L%s%s%s",
-                      log_value(ctx->user->name).c_str(), log_value(in.model).c_str(),
+                      log_value(ctx->auth.user->name).c_str(), log_value(in.model).c_str(),
                       static_cast<long long>(in.usage.prompt_tokens), static_cast<long long>(in.usage.completion_tokens),
                       static_cast<long long>(in.cost_micros), in.estimated ? " (estimated)" : "",
                       cancelled ? " (client cancelled)" : "", cut_off ? " (cut off at the budget)" : "");
@@ -225,8 +233,8 @@ void account_request(ngx_log_t* log, MainConf* mcf, RequestCtx* ctx, bool cancel
     if (!in.model.empty() && !deltas.empty()) {
         const ScopeDelta model_delta = deltas.back();   // accounting_deltas puts the model scope last
         if (mcf->stat_user_model && model_delta.kind == "model") {
-            user_model = ctx->user->name + "|" + in.model;
-            user_model_other = ctx->user->name + "|" + overflow;
+            user_model = ctx->auth.user->name + "|" + in.model;
+            user_model_other = ctx->auth.user->name + "|" + overflow;
             ScopeDelta d = model_delta;
             d.kind = "usermodel";
             d.id = user_model;
@@ -245,12 +253,12 @@ void account_request(ngx_log_t* log, MainConf* mcf, RequestCtx* ctx, bool cancel
             deltas.push_back(d);
         }
     }
-    ctx->tallied_provider = call->provider;
+    ctx->billed.provider = call->provider;
     if (!in.model.empty() || !in.scopes.empty()) {
-        ctx->tallied_model = in.model;
-        ctx->tallied_in = in.usage.prompt_tokens;
-        ctx->tallied_out = in.usage.completion_tokens;
-        ctx->tallied_cost = in.cost_micros;
+        ctx->billed.model = in.model;
+        ctx->billed.in = in.usage.prompt_tokens;
+        ctx->billed.out = in.usage.completion_tokens;
+        ctx->billed.cost = in.cost_micros;
     }
     if (!call->accounted) {
         call->accounted = true;
@@ -259,17 +267,17 @@ void account_request(ngx_log_t* log, MainConf* mcf, RequestCtx* ctx, bool cancel
     ngx_log_debug5(NGX_LOG_DEBUG_HTTP, log, 0,
                    "llm_gateway: accounting: %uz counter deltas to the \"%s\" store%s, reservation %s%s",
                    deltas.size(), store->name(), deltas.empty() ? " (nothing billed)" : "",
-                   ctx->held.any() ? "released in the same call" : "none",
-                   ctx->held.lease != nullptr ? " (from the worker's lease)" : "");
+                   ctx->admission.held.any() ? "released in the same call" : "none",
+                   ctx->admission.held.lease != nullptr ? " (from the worker's lease)" : "");
     // The reservation (llm_gateway_budget_mode reserve) is released in the
     // same store operation that counts the real usage: the settle.
-    apply(store, deltas, now, std::exchange(ctx->held, {}));
+    apply(store, deltas, now, std::exchange(ctx->admission.held, {}));
     touch_last_seen(store, scopes, now);
 }
 
 void release_reservation(MainConf* mcf, RequestCtx* ctx) {
-    if (!ctx->held.any()) return;
-    if (CounterStore* store = counter_store(mcf)) apply(store, {}, ngx_time(), std::exchange(ctx->held, {}));
+    if (!ctx->admission.held.any()) return;
+    if (CounterStore* store = counter_store(mcf)) apply(store, {}, ngx_time(), std::exchange(ctx->admission.held, {}));
 }
 
 void account_targets(MainConf* mcf, const std::vector<const TargetConf*>& targets) {
@@ -282,6 +290,28 @@ void account_targets(MainConf* mcf, const std::vector<const TargetConf*>& target
         deltas[i].delta[kMetricReq] = 1;
     }
     apply(store, deltas, ngx_time());
+}
+
+void end_metered_request(RequestCtx* ctx) noexcept {
+    release_calls(ctx);
+    // A provider call whose request ended before the relay finished (the
+    // client went away): its tokens are still counted.
+    if (ctx->attempts.chosen != nullptr && !ctx->billed.accounted && ctx->mcf != nullptr) {
+        try {
+            account_request(ngx_cycle->log, ctx->mcf, ctx, true);
+        } catch (...) {
+            ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0, "llm_gateway: accounting of a cancelled request failed");
+        }
+    }
+    // A reservation no accounting settled (no call was made, or nothing was
+    // counted): released now.
+    if (ctx->admission.held.any() && ctx->mcf != nullptr) {
+        try {
+            release_reservation(ctx->mcf, ctx);
+        } catch (...) {
+            ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0, "llm_gateway: releasing a reservation failed");
+        }
+    }
 }
 
 }  // namespace llmgw

@@ -3,7 +3,12 @@
 // its codec, and records how the call ended.
 #include "ngx/call/call.h"
 
+#include "ngx/http/auth.h"
 #include "ngx/http/headers.h"
+#include "ngx/http/respond.h"
+#include "ngx/main_conf.h"
+#include "ngx/request/ctx.h"
+#include "core/log/log_escape.h"
 
 namespace llmgw {
 
@@ -422,9 +427,9 @@ void end_chosen_call(ngx_event_t* ev, void (*before)(ngx_http_request_t* r, Requ
     ngx_connection_t* c = r->connection;
     try {
         RequestCtx* ctx = get_ctx(r);
-        if (ctx != nullptr && ctx->chosen != nullptr && ctx->chosen->running()) {
+        if (ctx != nullptr && ctx->attempts.chosen != nullptr && ctx->attempts.chosen->running()) {
             if (before != nullptr) before(r, ctx);
-            ctx->chosen->expire(true);
+            ctx->attempts.chosen->expire(true);
         }
     } catch (const std::exception& e) {
         ngx_log_error(NGX_LOG_ERR, c->log, 0, "llm_gateway: ending a provider call failed: %s", log_text(e.what()).c_str());

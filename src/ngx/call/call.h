@@ -10,7 +10,8 @@
 #include <string>
 
 #include "core/codec/codec.h"
-#include "ngx/module.h"
+#include "ngx/ngx_incl.h"
+#include "ngx/request/ctx.h"
 
 namespace llmgw {
 
@@ -164,5 +165,9 @@ struct SubCtx {
     // (llm_gateway_max_body_size) already. -1: no body.
     off_t body_length;
 };
+
+// A provider subrequest's Content-Length, once its location is chosen
+// (the precontent phase).
+ngx_int_t subrequest_precontent(ngx_http_request_t* r);
 
 }  // namespace llmgw

@@ -1,9 +1,10 @@
 // The failure feed's event of a provider call (spec "Events", hook table):
 // a timeout, a 429 or 5xx, no answer, an invalid or cut answer; for a
 // passthrough, fixed texts and never the body.
+#include "ngx/request/route.h"
 #include "ngx/call/call.h"
 #include "ngx/http/request_events.h"
-#include "ngx/http/routes.h"
+#include "ngx/request/ctx.h"
 
 namespace llmgw {
 

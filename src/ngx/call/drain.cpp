@@ -6,7 +6,9 @@
 #include "ngx/call/drain.h"
 
 #include "ngx/call/call.h"
-#include "ngx/module.h"
+#include "ngx/main_conf.h"
+#include "ngx/ngx_incl.h"
+#include "ngx/request/ctx.h"
 
 namespace llmgw {
 
@@ -31,7 +33,7 @@ void log_drain_bound(ngx_http_request_t* r, RequestCtx* ctx) {
     ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
                   "llm_gateway: the drain of a cancelled stream reached its bound (%uz bytes read); closing the "
                   "provider's answer",
-                  ctx->drained);
+                  ctx->drain.bytes);
 }
 
 void drain_timer_handler(ngx_event_t* ev) {
@@ -41,8 +43,8 @@ void drain_timer_handler(ngx_event_t* ev) {
 }  // namespace
 
 void start_drain(ngx_http_request_t* r, RequestCtx* ctx) {
-    if (ctx->client_left) return;
-    ctx->client_left = true;
+    if (ctx->drain.client_left) return;
+    ctx->drain.client_left = true;
     MainConf* mcf = main_conf(r);
     ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
                   "llm_gateway: client closed the connection mid-stream; reading the provider's answer for its usage "
@@ -50,7 +52,7 @@ void start_drain(ngx_http_request_t* r, RequestCtx* ctx) {
                   mcf->drain_time, mcf->drain_size);
     ngx_event_t* ev = static_cast<ngx_event_t*>(ngx_pcalloc(r->main->pool, sizeof(ngx_event_t)));
     if (ev == nullptr) return;   // unbounded by time then; the byte bound and proxy_read_timeout still hold
-    ctx->drain_timer = ev;
+    ctx->drain.timer = ev;
     ev->handler = drain_timer_handler;
     ev->data = r->main;
     ev->log = r->connection->log;
@@ -61,7 +63,7 @@ void start_drain(ngx_http_request_t* r, RequestCtx* ctx) {
 // upstream module's, which would end the call when the client goes away).
 void drain_watch_handler(ngx_http_request_t* s) {
     RequestCtx* ctx = get_ctx(s);
-    if (ctx == nullptr || ctx->client_left || !client_gone(s)) return;
+    if (ctx == nullptr || ctx->drain.client_left || !client_gone(s)) return;
     ngx_connection_t* c = s->connection;
     if ((ngx_event_flags & NGX_USE_LEVEL_EVENT) && c->read->active) ngx_del_event(c->read, NGX_READ_EVENT, 0);
     start_drain(s, ctx);
@@ -76,17 +78,17 @@ std::size_t drain_take(Call& call, std::size_t n) {
     RequestCtx* ctx = call.req;
     ngx_http_request_t* s = call.sr;
     const std::size_t bound = main_conf(s)->drain_size;
-    const std::size_t left = ctx->drained < bound ? bound - ctx->drained : 0;
+    const std::size_t left = ctx->drain.bytes < bound ? bound - ctx->drain.bytes : 0;
     const std::size_t take = n < left ? n : left;
-    ctx->drained += take;
+    ctx->drain.bytes += take;
     if (take < n) {
         ngx_log_debug2(NGX_LOG_DEBUG_HTTP, s->connection->log, 0,
                        "llm_gateway: drain: %uz bytes past the bound of %uz dropped unread", n - take, bound);
     }
-    if (left == 0 || ctx->drained < bound) return take;
+    if (left == 0 || ctx->drain.bytes < bound) return take;
     ngx_log_debug1(NGX_LOG_DEBUG_HTTP, s->connection->log, 0,
-                   "llm_gateway: drain: %uz bytes read, the bound; ending the provider call", ctx->drained);
-    ngx_event_t* ev = ctx->drain_timer;
+                   "llm_gateway: drain: %uz bytes read, the bound; ending the provider call", ctx->drain.bytes);
+    ngx_event_t* ev = ctx->drain.timer;
     if (ev == nullptr) return take;   // no event to end it: it runs to its end, its bytes dropped
     if (ev->timer_set) ngx_del_timer(ev);
     ngx_post_event(ev, &ngx_posted_events);   // not from inside the upstream's own read

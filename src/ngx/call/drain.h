@@ -5,7 +5,8 @@
 #pragma once
 #include <cstddef>
 
-#include "ngx/module.h"
+#include "ngx/ngx_incl.h"
+#include "ngx/request/ctx.h"
 
 namespace llmgw {
 

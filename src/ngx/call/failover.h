@@ -2,7 +2,8 @@
 // provider call, each on the next target its breaker admits, and what
 // follows a failed one (a retry after a wait, the next target, the answer).
 #pragma once
-#include "ngx/module.h"
+#include "ngx/ngx_incl.h"
+#include "ngx/request/ctx.h"
 
 namespace llmgw {
 
@@ -11,7 +12,7 @@ struct Launch {
     ngx_int_t rc;   // !started: the response's rc, or NGX_DECLINED (no target left to try)
 };
 
-// Starts the next attempt from ctx->target_index.
+// Starts the next attempt from ctx->attempts.target_index.
 Launch launch(ngx_http_request_t* r, RequestCtx* ctx);
 
 // The request's write handler while its calls run: when the chosen call

@@ -2,7 +2,8 @@
 
 #include <cstring>
 
-#include "ngx/module.h"
+#include "ngx/main_conf.h"
+#include "ngx/ngx_incl.h"
 
 namespace llmgw {
 namespace {

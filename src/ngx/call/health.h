@@ -11,7 +11,7 @@
 
 namespace llmgw {
 
-// add_health_zone (declared in ngx/module.h) registers the zone.
+// add_health_zone registers the zone.
 
 BreakerConfig breaker_config(const MainConf& mcf);
 
@@ -25,5 +25,8 @@ bool health_read(MainConf* mcf, std::size_t i, BreakerSlot& out);
 
 // Milliseconds since the epoch on the nginx clock.
 std::int64_t now_ms();
+
+// The shared zone of the providers' breakers (from init_main_conf).
+ngx_shm_zone_t* add_health_zone(ngx_conf_t* cf, std::size_t providers);
 
 }  // namespace llmgw

@@ -3,7 +3,12 @@
 // it is complete and valid, the error envelope otherwise), and the filter
 // that routes a subrequest's output to its Call. Retries and failover are in
 // failover.cpp; nginx's own error pages in http/error_pages.cpp.
+#include "ngx/request/route.h"
+#include "ngx/call/relay.h"
+
 #include "core/http/provider_headers.h"
+#include "core/log/log_escape.h"
+#include "ngx/call/accounting.h"
 #include "ngx/call/call.h"
 #include "ngx/call/drain.h"
 #include "ngx/call/failover.h"
@@ -11,8 +16,10 @@
 #include "ngx/call/stream_cutoff.h"
 #include "ngx/http/error_pages.h"
 #include "ngx/http/headers.h"
-#include "ngx/http/routes.h"
-#include "ngx/module.h"
+#include "ngx/http/respond.h"
+#include "ngx/main_conf.h"
+#include "ngx/ngx_incl.h"
+#include "ngx/request/ctx.h"
 
 namespace llmgw {
 
@@ -80,7 +87,7 @@ ngx_int_t answer_whole(ngx_http_request_t* r, RequestCtx* ctx, Call& call) {
         }
         std::string& body = call.pending();
         r->headers_out.content_length_n = static_cast<off_t>(body.size());
-        ctx->own_response = true;
+        ctx->page.own_response = true;
         ngx_int_t rc = ngx_http_send_header(r);
         if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) return rc;
         return finish(r, body);
@@ -132,10 +139,10 @@ ngx_int_t answer_stream(ngx_http_request_t* r, Call& call) {
 }
 
 ngx_int_t answer(ngx_http_request_t* r, RequestCtx* ctx) {
-    Call* call = ctx->chosen;
-    account_request(r->connection->log, main_conf(r), ctx, ctx->client_left);
-    if (ctx->client_left) return NGX_HTTP_CLIENT_CLOSED_REQUEST;   // read for its usage only: nobody to answer
-    if (call->answered() && ctx->head_sent) return answer_stream(r, *call);
+    Call* call = ctx->attempts.chosen;
+    account_request(r->connection->log, main_conf(r), ctx, ctx->drain.client_left);
+    if (ctx->drain.client_left) return NGX_HTTP_CLIENT_CLOSED_REQUEST;   // read for its usage only: nobody to answer
+    if (call->answered() && ctx->attempts.head_sent) return answer_stream(r, *call);
     if (call->answered()) return answer_whole(r, ctx, *call);
     if (call->garbled_head()) {
         ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
@@ -203,7 +210,7 @@ ngx_int_t init_filters(ngx_conf_t* cf) {
 // relay mode reaches the client.
 ngx_int_t request_on_stream_head(Call& call) {
     RequestCtx* ctx = call.req;
-    if (&call != ctx->chosen || call.mode != Call::Mode::Relay || ctx->head_sent) return NGX_OK;
+    if (&call != ctx->attempts.chosen || call.mode != Call::Mode::Relay || ctx->attempts.head_sent) return NGX_OK;
     ngx_http_request_t* r = call.sr->main;
     const bool sse = call.codec->event_stream();
     if (!set_head(r, call, sse)) return NGX_ERROR;
@@ -214,8 +221,8 @@ ngx_int_t request_on_stream_head(Call& call) {
         if (add_header(r, "Cache-Control", "no-cache") != NGX_OK) return NGX_ERROR;
         if (add_header(r, "X-Accel-Buffering", "no") != NGX_OK) return NGX_ERROR;
     }
-    ctx->head_sent = true;
-    ctx->own_response = true;
+    ctx->attempts.head_sent = true;
+    ctx->page.own_response = true;
 #if (NGX_HTTP_V2)
     const bool http1 = r->stream == nullptr;
 #else
@@ -229,11 +236,11 @@ ngx_int_t request_on_stream_head(Call& call) {
 // the postpone filter while it is the active request.
 ngx_int_t request_on_stream_bytes(Call& call, std::string_view data) {
     RequestCtx* ctx = call.req;
-    if (&call != ctx->chosen || !ctx->head_sent || data.empty()) return NGX_OK;
+    if (&call != ctx->attempts.chosen || !ctx->attempts.head_sent || data.empty()) return NGX_OK;
     ngx_http_request_t* sr = call.sr;
     const bool drains = main_conf(sr)->drain_time > 0;
-    if (drains && !ctx->client_left && sr->connection->error) start_drain(sr, ctx);
-    if (ctx->client_left) {
+    if (drains && !ctx->drain.client_left && sr->connection->error) start_drain(sr, ctx);
+    if (ctx->drain.client_left) {
         // Read for its usage only, and held to the caller's budget as a
         // client that stayed would be: at the read that crosses it the call
         // is ended, and what came before is billed as if it was relayed.
@@ -276,15 +283,15 @@ ngx_int_t request_on_stream_bytes(Call& call, std::string_view data) {
 // its client left and the drain's byte bound is reached.
 std::size_t request_on_answer_bytes(Call& call, std::size_t n) {
     RequestCtx* ctx = call.req;
-    if (&call != ctx->chosen || !ctx->client_left) return n;
+    if (&call != ctx->attempts.chosen || !ctx->drain.client_left) return n;
     return drain_take(call, n);
 }
 
 ngx_int_t answer_chosen(ngx_http_request_t* r, RequestCtx* ctx) { return answer(r, ctx); }
 
 void release_calls(RequestCtx* ctx) {
-    if (ctx->retry_timer.timer_set) ngx_del_timer(&ctx->retry_timer);   // the client left during a retry wait
-    if (ngx_event_t* ev = ctx->drain_timer) {
+    if (ctx->attempts.retry_timer.timer_set) ngx_del_timer(&ctx->attempts.retry_timer);   // the client left during a retry wait
+    if (ngx_event_t* ev = ctx->drain.timer) {
         if (ev->timer_set) ngx_del_timer(ev);
         if (ev->posted) {   // nginx's macro is two statements
             ngx_delete_posted_event(ev);
@@ -293,7 +300,7 @@ void release_calls(RequestCtx* ctx) {
     cutoff_release(ctx);
     // A probe whose verdict never came (the client left mid-call) is given
     // back, so the next call probes at once.
-    Call* c = ctx->chosen;
+    Call* c = ctx->attempts.chosen;
     if (c != nullptr && c->probe && !c->health_recorded && ctx->mcf != nullptr) {
         c->health_recorded = true;
         health_abandon(ctx->mcf, c->provider_index, true);
@@ -308,7 +315,7 @@ CodecKind codec_for(const RequestCtx& ctx) {
 // (The access phase answered 501 when no target's type serves the route;
 // launch() skips the targets that cannot.)
 ngx_int_t start_provider_call(ngx_http_request_t* r, RequestCtx* ctx) {
-    if (ctx->resolved.targets.empty()) ctx->resolved.targets.push_back(ctx->resolved);
+    if (ctx->in.resolved.targets.empty()) ctx->in.resolved.targets.push_back(ctx->in.resolved);
     Launch l = launch(r, ctx);
     if (!l.started) return l.rc == NGX_DECLINED ? NGX_HTTP_INTERNAL_SERVER_ERROR : l.rc;
     // Hold the request until resume() finalizes it (each subrequest holds a

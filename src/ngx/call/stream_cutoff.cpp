@@ -1,6 +1,10 @@
 #include "ngx/call/stream_cutoff.h"
 
+#include "ngx/call/accounting.h"
 #include "ngx/call/call.h"
+#include "ngx/main_conf.h"
+#include "ngx/request/ctx.h"
+#include "core/log/log_escape.h"
 
 namespace llmgw {
 namespace {
@@ -22,16 +26,16 @@ bool cutoff_stops(Call& call) {
     ngx_http_request_t* sr = call.sr;
     MainConf* mcf = main_conf(sr);
     const CodecResult& res = call.outcome();
-    const StreamUsage running = stream_usage(res.usage, res.text_bytes, ctx->body.size(), answering_price(mcf, *ctx, call));
+    const StreamUsage running = stream_usage(res.usage, res.text_bytes, ctx->in.body.size(), answering_price(mcf, *ctx, call));
     std::string_view why;
     if (!crosses(co.remaining, running, &why)) return false;
 
     const std::string message(why);
     co.stopped = true;
     call.codec->stop(message, "insufficient_quota", "budget_exceeded", call.pending());
-    const StreamUsage relayed = stream_usage(co.relayed_usage, co.relayed_text_bytes, ctx->body.size(), nullptr);
+    const StreamUsage relayed = stream_usage(co.relayed_usage, co.relayed_text_bytes, ctx->in.body.size(), nullptr);
     ngx_log_error(NGX_LOG_WARN, sr->connection->log, 0, "llm_gateway: stream cut off for user \"%s\": %s (%L tokens relayed)",
-                  log_value(ctx->user->name).c_str(), log_text(message).c_str(), static_cast<long long>(relayed.tokens()));
+                  log_value(ctx->auth.user->name).c_str(), log_text(message).c_str(), static_cast<long long>(relayed.tokens()));
     ngx_http_request_t* r = sr->main;
     ngx_event_t* ev = static_cast<ngx_event_t*>(ngx_pcalloc(r->pool, sizeof(ngx_event_t)));
     if (ev == nullptr) return true;   // the call then runs to its end, its bytes dropped

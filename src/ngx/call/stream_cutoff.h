@@ -3,11 +3,11 @@
 // or cost budget at admission is ended with an error event in the caller's
 // format; the provider call is closed and what was relayed is billed
 // (docs/metering.md#mid-stream-cutoff). Admission keeps what remains
-// (ngx/http/admission.cpp); this is the relay's side.
+// (ngx/admission/admission.cpp); this is the relay's side.
 #pragma once
 #include <string_view>
 
-#include "ngx/module.h"
+#include "ngx/request/ctx.h"
 
 namespace llmgw {
 

@@ -2,7 +2,9 @@
 // (docs/directives.md#llm_gateway_budget_mode, docs/metering.md#reservations).
 #include "core/metering/reservation.h"
 #include "ngx/conf/conf_util.h"
-#include "ngx/module.h"
+#include "ngx/conf/directives.h"
+#include "ngx/main_conf.h"
+#include "ngx/ngx_incl.h"
 
 namespace llmgw {
 namespace {

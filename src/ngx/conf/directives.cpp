@@ -3,9 +3,14 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "ngx/conf/directives.h"
+
 #include "core/config/secret.h"
 #include "ngx/conf/conf_util.h"
-#include "ngx/module.h"
+#include "ngx/http/respond.h"
+#include "ngx/main_conf.h"
+#include "ngx/store/store.h"
+#include "ngx/ngx_incl.h"
 
 namespace llmgw {
 namespace {
@@ -185,7 +190,6 @@ char* set_mode(ngx_conf_t* cf, void* conf, LocMode mode) {
         lcf->prefix = clcf->name;
     }
     lcf->mode = mode;
-    clcf->handler = content_handler;
     auto* mcf = static_cast<MainConf*>(ngx_http_conf_get_module_main_conf(cf, ngx_http_llm_gateway_module));
     if (mode == kModePassthrough) mcf->state->has_passthrough = true;
     if (mode == kModeMetrics) mcf->state->has_metrics = true;

@@ -1,6 +1,8 @@
 // llm_gateway_retry_backoff, llm_gateway_breaker and llm_gateway_cancel_drain.
 #include "ngx/conf/conf_util.h"
-#include "ngx/module.h"
+#include "ngx/conf/directives.h"
+#include "ngx/main_conf.h"
+#include "ngx/ngx_incl.h"
 
 namespace llmgw {
 namespace {

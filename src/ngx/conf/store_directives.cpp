@@ -2,7 +2,10 @@
 // counters live when several replicas share them, and who this replica is.
 #include "core/config/secret.h"
 #include "ngx/conf/conf_util.h"
-#include "ngx/module.h"
+#include "ngx/conf/directives.h"
+#include "ngx/http/respond.h"
+#include "ngx/main_conf.h"
+#include "ngx/ngx_incl.h"
 
 namespace llmgw {
 namespace {

@@ -5,7 +5,9 @@
 
 #include "core/config/secret.h"
 #include "ngx/conf/conf_util.h"
-#include "ngx/module.h"
+#include "ngx/conf/directives.h"
+#include "ngx/main_conf.h"
+#include "ngx/ngx_incl.h"
 
 namespace llmgw {
 

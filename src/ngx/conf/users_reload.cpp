@@ -7,9 +7,13 @@
 #include <fstream>
 #include <sstream>
 
+#include "ngx/conf/users_reload.h"
+
 #include "core/config/users_file.h"
+#include "core/log/log_escape.h"
 #include "ngx/events/feed.h"
-#include "ngx/module.h"
+#include "ngx/main_conf.h"
+#include "ngx/ngx_incl.h"
 #include "ngx/worker.h"
 
 namespace llmgw {

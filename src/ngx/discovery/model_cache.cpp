@@ -3,7 +3,8 @@
 #include <cstring>
 
 #include "ngx/call/health.h"
-#include "ngx/module.h"
+#include "ngx/main_conf.h"
+#include "ngx/ngx_incl.h"
 
 namespace llmgw {
 namespace {

@@ -15,7 +15,7 @@ namespace llmgw {
 // The most bytes of ids kept per provider (ids joined by newlines).
 inline constexpr std::size_t kModelCacheBytes = 256 * 1024;
 
-// add_model_cache_zone (declared in ngx/module.h) registers the zone when
+// add_model_cache_zone registers the zone when
 // some provider discovers.
 
 // True when provider i's list is stale and nobody is refreshing it: the
@@ -27,5 +27,8 @@ void model_cache_store(MainConf* mcf, std::size_t i, const std::vector<std::stri
 void model_cache_fail(MainConf* mcf, std::size_t i, std::int64_t interval_ms);
 // The last good list of provider i.
 std::vector<std::string> model_cache_read(MainConf* mcf, std::size_t i);
+
+// The shared zone of the discovered model lists (from init_main_conf).
+ngx_shm_zone_t* add_model_cache_zone(ngx_conf_t* cf, std::size_t providers, std::size_t discovering);
 
 }  // namespace llmgw

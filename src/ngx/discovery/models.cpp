@@ -5,11 +5,17 @@
 // subrequests to the provider's location, stores the list, and answers.
 // Other requests answer at once from the last good list; chat requests never
 // wait for any of this.
+#include "ngx/discovery/models.h"
+
 #include "core/admin/views.h"
 #include "core/codec/codec.h"
+#include "core/log/log_escape.h"
 #include "ngx/call/call.h"
 #include "ngx/discovery/model_cache.h"
-#include "ngx/module.h"
+#include "ngx/http/respond.h"
+#include "ngx/main_conf.h"
+#include "ngx/ngx_incl.h"
+#include "ngx/request/ctx.h"
 
 namespace llmgw {
 namespace {
@@ -32,9 +38,9 @@ bool start_page(ngx_http_request_t* r, RequestCtx* ctx, DiscoveryRun& run) {
         return false;
     }
     const std::size_t limit = run.walk.next_page_limit();
-    ctx->calls.emplace_back(new Call(ctx, &p, make_model_list_codec(p.type, run.walk.next_path(), limit),
+    ctx->attempts.calls.emplace_back(new Call(ctx, &p, make_model_list_codec(p.type, run.walk.next_path(), limit),
                                      static_cast<unsigned>(run.walk.pages() + 1), Call::Mode::Capture));
-    Call& call = *ctx->calls.back();
+    Call& call = *ctx->attempts.calls.back();
     call.capture_limit = limit;
     call.deadline = run.deadline;
     ngx_log_debug3(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
@@ -43,7 +49,7 @@ bool start_page(ngx_http_request_t* r, RequestCtx* ctx, DiscoveryRun& run) {
     CallerRequest in;
     in.provider_key = p.key;
     if (call.start(r, in) != NGX_OK) {
-        ctx->calls.pop_back();
+        ctx->attempts.calls.pop_back();
         run.failed = true;
         run.why = "the list request could not be started";
         return false;
@@ -59,7 +65,7 @@ ngx_int_t render(ngx_http_request_t* r) {
         if (providers(r)[i].discover_ms > 0) discovered[i] = model_cache_read(mcf, i);
     }
     const RequestCtx* ctx = get_ctx(r);
-    std::string_view group = ctx != nullptr && ctx->user != nullptr ? std::string_view(ctx->user->group) : std::string_view();
+    std::string_view group = ctx != nullptr && ctx->auth.user != nullptr ? std::string_view(ctx->auth.user->group) : std::string_view();
     return send_json(r, NGX_HTTP_OK, render_models(mcf->state->config, discovered, group));
 }
 
@@ -91,7 +97,7 @@ ngx_int_t finish_refresh(ngx_http_request_t* r, RequestCtx* ctx) {
 void models_resume(ngx_http_request_t* r) {
     RequestCtx* ctx = get_ctx(r);
     if (ctx == nullptr) return;
-    for (const auto& c : ctx->calls) {
+    for (const auto& c : ctx->attempts.calls) {
         if (c->running()) return;   // woken before every call ended
     }
     ngx_int_t rc;

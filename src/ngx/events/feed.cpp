@@ -4,6 +4,8 @@
 
 #include "core/events/ring.h"
 #include "core/metrics/rejections.h"
+#include "ngx/main_conf.h"
+#include "ngx/store/store.h"
 #include "ngx/worker.h"
 
 namespace llmgw {

@@ -10,11 +10,12 @@
 
 #include "core/events/event.h"
 #include "core/metrics/gateway_metrics.h"
-#include "ngx/module.h"
+#include "ngx/main_conf.h"
+#include "ngx/ngx_incl.h"
 
 namespace llmgw {
 
-// add_events_zone (declared in ngx/module.h) registers the zone.
+// add_events_zone registers the zone.
 
 // Stamps the event (time, replica, instance), stores it in the ring and,
 // with a shared store that is not latched and under the throttle, mirrors it.
@@ -28,5 +29,8 @@ std::vector<std::string> ring_events(MainConf* mcf, std::size_t limit);
 void count_rejection(MainConf* mcf, std::string_view kind, std::string_view id);
 void forget_rejections(MainConf* mcf, std::string_view kind, std::string_view id);
 std::vector<RejectionCount> rejection_counts(MainConf* mcf);
+
+// The failure feed's ring (from init_main_conf).
+ngx_shm_zone_t* add_events_zone(ngx_conf_t* cf);
 
 }  // namespace llmgw

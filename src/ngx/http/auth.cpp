@@ -2,8 +2,11 @@
 // credentials (stripped before any provider call).
 #include <strings.h>
 
+#include "ngx/http/auth.h"
+
 #include "ngx/http/headers.h"
-#include "ngx/module.h"
+#include "ngx/http/respond.h"
+#include "ngx/ngx_incl.h"
 
 namespace llmgw {
 namespace {

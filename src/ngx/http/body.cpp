@@ -5,7 +5,10 @@
 // buffers (each at most client_body_buffer_size) is gathered into one string.
 #include <sys/mman.h>
 
-#include "ngx/module.h"
+#include "ngx/http/body.h"
+
+#include "ngx/ngx_incl.h"
+#include "ngx/request/ctx.h"
 
 namespace llmgw {
 namespace {
@@ -59,25 +62,25 @@ bool append_buf(const ngx_buf_t* b, std::string& out) {
 }  // namespace
 
 bool read_body_view(ngx_http_request_t* r, RequestCtx* ctx) {
-    ctx->body = {};
+    ctx->in.body = {};
     if (r->request_body == nullptr || r->request_body->bufs == nullptr) return true;
     ngx_chain_t* first = r->request_body->bufs;
     if (first->next == nullptr) {
         const ngx_buf_t* b = first->buf;
         if (b->in_file) {
-            if (map_file(r, b, ctx->body)) return true;
+            if (map_file(r, b, ctx->in.body)) return true;
             ngx_log_error(NGX_LOG_WARN, r->connection->log, ngx_errno,
                           "llm_gateway: cannot map the request body's temp file; reading it");
         } else {
-            ctx->body = std::string_view(reinterpret_cast<const char*>(b->pos), static_cast<std::size_t>(b->last - b->pos));
+            ctx->in.body = std::string_view(reinterpret_cast<const char*>(b->pos), static_cast<std::size_t>(b->last - b->pos));
             return true;
         }
     }
-    ctx->body_store.clear();
+    ctx->in.body_store.clear();
     for (ngx_chain_t* cl = first; cl; cl = cl->next) {
-        if (!append_buf(cl->buf, ctx->body_store)) return false;
+        if (!append_buf(cl->buf, ctx->in.body_store)) return false;
     }
-    ctx->body = ctx->body_store;
+    ctx->in.body = ctx->in.body_store;
     return true;
 }
 

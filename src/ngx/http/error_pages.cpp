@@ -4,6 +4,9 @@
 // subrequests is in call/relay.cpp.
 #include "ngx/http/error_pages.h"
 #include "ngx/http/headers.h"
+#include "ngx/http/respond.h"
+#include "ngx/main_conf.h"
+#include "ngx/request/ctx.h"
 
 namespace llmgw {
 
@@ -40,9 +43,9 @@ Replacement replacement_for(ngx_uint_t status) {
 // whatever answer the request gets: the provider's, an error, a 429.
 void add_allowance_headers(ngx_http_request_t* r) {
     RequestCtx* ctx = get_ctx(r);
-    if (ctx == nullptr || ctx->allowance.empty() || ctx->allowance_sent) return;
-    ctx->allowance_sent = true;
-    for (const auto& [name, value] : ctx->allowance) {
+    if (ctx == nullptr || ctx->admission.allowance.empty() || ctx->admission.allowance_sent) return;
+    ctx->admission.allowance_sent = true;
+    for (const auto& [name, value] : ctx->admission.allowance) {
         if (add_header(r, name, value) != NGX_OK) return;
     }
 }
@@ -52,11 +55,11 @@ ngx_int_t main_header_filter(ngx_http_request_t* r) {
     if (lcf == nullptr || lcf->mode == kModeNone || r->err_status < 400) return next_header_filter(r);
     RequestCtx* ctx = get_ctx(r);
     if (ctx == nullptr) ctx = create_ctx(r);
-    if (ctx == nullptr || ctx->own_response) return next_header_filter(r);
+    if (ctx == nullptr || ctx->page.own_response) return next_header_filter(r);
     Replacement rep = replacement_for(r->err_status);
-    ctx->replacement = gateway_error_body(r, r->err_status, rep.message, rep.type, rep.code);
-    ctx->replacing = true;
-    r->headers_out.content_length_n = static_cast<off_t>(ctx->replacement.size());
+    ctx->page.replacement = gateway_error_body(r, r->err_status, rep.message, rep.type, rep.code);
+    ctx->page.replacing = true;
+    r->headers_out.content_length_n = static_cast<off_t>(ctx->page.replacement.size());
     if (r->headers_out.content_length) {
         r->headers_out.content_length->hash = 0;
         r->headers_out.content_length = nullptr;
@@ -73,9 +76,9 @@ ngx_int_t main_body_filter(ngx_http_request_t* r, RequestCtx* ctx, ngx_chain_t* 
         if (ngx_buf_in_memory(cl->buf)) cl->buf->pos = cl->buf->last;
         cl->buf->file_pos = cl->buf->file_last;
     }
-    if (ctx->replacement_sent) return NGX_OK;
-    ctx->replacement_sent = true;
-    ngx_buf_t* b = string_buf(r->pool, ctx->replacement, true);
+    if (ctx->page.replacement_sent) return NGX_OK;
+    ctx->page.replacement_sent = true;
+    ngx_buf_t* b = string_buf(r->pool, ctx->page.replacement, true);
     if (b == nullptr) return NGX_ERROR;
     ngx_chain_t out{b, nullptr};
     return next_body_filter(r, &out);
@@ -97,7 +100,7 @@ ngx_int_t error_page_body_filter(ngx_http_request_t* r, ngx_chain_t* in) {
     if (r != r->main) return next_body_filter(r, in);
     try {
         RequestCtx* ctx = static_cast<RequestCtx*>(ngx_http_get_module_ctx(r, ngx_http_llm_gateway_module));
-        if (ctx != nullptr && ctx->replacing) return main_body_filter(r, ctx, in);
+        if (ctx != nullptr && ctx->page.replacing) return main_body_filter(r, ctx, in);
         return next_body_filter(r, in);
     } catch (const std::exception& e) {
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "llm_gateway: body filter failed: %s", e.what());

@@ -1,7 +1,7 @@
 // The main request's output filter in gateway locations: the allowance
 // headers, and nginx's own error pages replaced by the error envelope.
 #pragma once
-#include "ngx/module.h"
+#include "ngx/ngx_incl.h"
 
 namespace llmgw {
 

@@ -7,7 +7,13 @@
 // exist and be open to the caller's group (else 404, as if it did not
 // exist); the path is nginx's normalised URI (percent-decoded, dot segments
 // resolved) and is refused when anything in it could leave the base.
-#include "ngx/module.h"
+#include "ngx/http/proxy_paths.h"
+
+#include "core/log/log_escape.h"
+#include "ngx/http/respond.h"
+#include "ngx/main_conf.h"
+#include "ngx/ngx_incl.h"
+#include "ngx/request/ctx.h"
 
 namespace llmgw {
 namespace {
@@ -57,7 +63,7 @@ ngx_int_t route_passthrough(ngx_http_request_t* r, RequestCtx* ctx, const LocCon
     std::string_view name, path;
     split_proxy_uri(r, lcf, name, path);
     const ProviderConf* p = name.empty() ? nullptr : main_conf(r)->state->config.find_provider(name);
-    if (p == nullptr || !p->open_to(ctx->user->group)) {
+    if (p == nullptr || !p->open_to(ctx->auth.user->group)) {
         return reject(r, NGX_HTTP_NOT_FOUND, "unknown provider \"" + shown_name(name) + "\"", "invalid_request_error",
                       "unknown_provider");
     }
@@ -65,11 +71,11 @@ ngx_int_t route_passthrough(ngx_http_request_t* r, RequestCtx* ctx, const LocCon
         return reject(r, NGX_HTTP_BAD_REQUEST, std::string("invalid passthrough path: ") + why,
                       "invalid_request_error", "invalid_path");
     }
-    ctx->passthrough_path = path;
+    ctx->in.passthrough_path = path;
     Target t;
     t.provider = p;
-    static_cast<Target&>(ctx->resolved) = t;
-    ctx->resolved.targets.assign(1, t);
+    static_cast<Target&>(ctx->in.resolved) = t;
+    ctx->in.resolved.targets.assign(1, t);
     return NGX_OK;
 }
 
@@ -83,9 +89,9 @@ ngx_int_t route_target(ngx_http_request_t* r, RequestCtx* ctx, const LocConf* lc
         return reject(r, NGX_HTTP_NOT_FOUND, std::string("unknown ") + what + " \"" + shown_name(name) + "\"",
                       "invalid_request_error", "unknown_target");
     }
-    if (!t->open_to(ctx->user->group)) {
+    if (!t->open_to(ctx->auth.user->group)) {
         ngx_log_error(NGX_LOG_INFO, r->connection->log, 0, "llm_gateway: user \"%s\" of group \"%s\" refused %s \"%s\"",
-                      log_value(ctx->user->name).c_str(), log_value(ctx->user->group).c_str(), what,
+                      log_value(ctx->auth.user->name).c_str(), log_value(ctx->auth.user->group).c_str(), what,
                       log_value(t->name).c_str());
         return reject(r, NGX_HTTP_FORBIDDEN,
                       std::string("this key's group may not use the ") + what + " \"" + t->name + "\"",
@@ -97,8 +103,8 @@ ngx_int_t route_target(ngx_http_request_t* r, RequestCtx* ctx, const LocConf* lc
                           "invalid_path");
         }
     }
-    ctx->passthrough_path = path;
-    ctx->target = t;
+    ctx->in.passthrough_path = path;
+    ctx->in.target = t;
     return NGX_OK;
 }
 

@@ -1,8 +1,9 @@
 // The events of a request (see request_events.h).
+#include "ngx/request/route.h"
 #include "ngx/http/request_events.h"
 
 #include "ngx/events/feed.h"
-#include "ngx/http/routes.h"
+#include "ngx/request/ctx.h"
 
 namespace llmgw {
 
@@ -14,13 +15,13 @@ std::string event_route_of(const RequestCtx& ctx) {
 void request_event(const RequestCtx& ctx, std::string_view kind, int status, std::string message,
                    const ProviderConf* provider, std::string_view model, std::string_view route_override) {
     GatewayEvent e;
-    if (ctx.user != nullptr) {
-        e.user = ctx.user->name;
-        if (!ctx.is_admin_traffic) e.group = ctx.user->group;
+    if (ctx.auth.user != nullptr) {
+        e.user = ctx.auth.user->name;
+        if (!ctx.auth.is_admin_traffic) e.group = ctx.auth.user->group;
     }
-    const ProviderConf* p = provider ? provider : ctx.resolved.provider;
+    const ProviderConf* p = provider ? provider : ctx.in.resolved.provider;
     if (p != nullptr) e.provider = p->name;
-    e.model.assign(provider ? model : std::string_view(ctx.resolved.canonical));
+    e.model.assign(provider ? model : std::string_view(ctx.in.resolved.canonical));
     e.route = route_override.empty() ? event_route_of(ctx) : std::string(route_override);
     e.kind.assign(kind);
     e.message = std::move(message);

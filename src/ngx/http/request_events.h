@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-#include "ngx/module.h"
+#include "ngx/request/ctx.h"
 
 namespace llmgw {
 

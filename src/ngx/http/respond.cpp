@@ -1,7 +1,11 @@
 // Writing the gateway's own responses: JSON bodies and the error envelope.
+#include "ngx/request/route.h"
+#include "ngx/http/respond.h"
+
 #include "core/json/envelope.h"
-#include "ngx/http/routes.h"
-#include "ngx/module.h"
+#include "ngx/main_conf.h"
+#include "ngx/ngx_incl.h"
+#include "ngx/request/ctx.h"
 
 namespace llmgw {
 
@@ -49,7 +53,7 @@ ngx_buf_t* string_buf(ngx_pool_t* pool, std::string_view s, bool last) {
 
 ngx_int_t send_whole(ngx_http_request_t* r, ngx_uint_t status, std::string_view content_type, std::string_view body,
                      bool copy) {
-    if (RequestCtx* ctx = get_ctx(r)) ctx->own_response = true;
+    if (RequestCtx* ctx = get_ctx(r)) ctx->page.own_response = true;
     r->headers_out.status = status;
     r->headers_out.content_length_n = static_cast<off_t>(body.size());
     r->headers_out.content_type = pstr(r->pool, content_type);

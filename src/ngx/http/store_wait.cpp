@@ -1,6 +1,9 @@
 // Asking the store for a request: answer inline, or suspend the request and
-// resume it when the answer comes (see await_store in module.h).
-#include "ngx/module.h"
+// resume it when the answer comes (ngx/http/store_wait.h).
+#include "ngx/http/store_wait.h"
+
+#include "ngx/ngx_incl.h"
+#include "ngx/request/ctx.h"
 
 namespace llmgw {
 namespace {

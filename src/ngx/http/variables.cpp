@@ -5,8 +5,12 @@
 // not get that far.
 #include <cinttypes>
 
-#include "ngx/http/routes.h"
-#include "ngx/module.h"
+#include "ngx/request/route.h"
+#include "ngx/http/variables.h"
+
+#include "ngx/main_conf.h"
+#include "ngx/ngx_incl.h"
+#include "ngx/request/ctx.h"
 
 namespace llmgw {
 namespace {
@@ -48,8 +52,8 @@ ngx_int_t set_number(ngx_http_request_t* r, ngx_http_variable_value_t* v, std::i
 
 // The provider that answered (counted by accounting), else the resolved one.
 const ProviderConf* provider_of(const RequestCtx& ctx) {
-    if (ctx.tallied_provider != nullptr) return ctx.tallied_provider;
-    return ctx.resolved.provider;
+    if (ctx.billed.provider != nullptr) return ctx.billed.provider;
+    return ctx.in.resolved.provider;
 }
 
 ngx_int_t get(ngx_http_request_t* r, ngx_http_variable_value_t* v, uintptr_t data) {
@@ -59,25 +63,25 @@ ngx_int_t get(ngx_http_request_t* r, ngx_http_variable_value_t* v, uintptr_t dat
         return NGX_OK;
     }
     switch (static_cast<Field>(data)) {
-    case kUser: return set_text(r, v, ctx->user ? std::string_view(ctx->user->name) : std::string_view());
-    case kGroup: return set_text(r, v, ctx->user ? std::string_view(ctx->user->group) : std::string_view());
+    case kUser: return set_text(r, v, ctx->auth.user ? std::string_view(ctx->auth.user->name) : std::string_view());
+    case kGroup: return set_text(r, v, ctx->auth.user ? std::string_view(ctx->auth.user->group) : std::string_view());
     case kRoute:
         if (ctx->route == nullptr) return set_text(r, v, {});
         return set_text(r, v, ctx->route->event_route ? ctx->route->event_route : ctx->route->name);
     case kModel:
-        return set_text(r, v, !ctx->tallied_model.empty() ? std::string_view(ctx->tallied_model)
-                                                           : std::string_view(ctx->resolved.canonical));
+        return set_text(r, v, !ctx->billed.model.empty() ? std::string_view(ctx->billed.model)
+                                                           : std::string_view(ctx->in.resolved.canonical));
     case kProvider: {
         const ProviderConf* p = provider_of(*ctx);
         return set_text(r, v, p ? std::string_view(p->name) : std::string_view());
     }
-    case kTokensIn: return set_number(r, v, ctx->tallied_in);
-    case kTokensOut: return set_number(r, v, ctx->tallied_out);
-    case kCost: return set_number(r, v, ctx->tallied_cost);
+    case kTokensIn: return set_number(r, v, ctx->billed.in);
+    case kTokensOut: return set_number(r, v, ctx->billed.out);
+    case kCost: return set_number(r, v, ctx->billed.cost);
     case kAttempts:
-        return ctx->route && ctx->route->codec != CodecKind::None ? set_number(r, v, static_cast<std::int64_t>(ctx->calls.size()))
+        return ctx->route && ctx->route->codec != CodecKind::None ? set_number(r, v, static_cast<std::int64_t>(ctx->attempts.calls.size()))
                                                                    : set_text(r, v, {});
-    case kRejectKind: return set_text(r, v, ctx->reject_kind ? ctx->reject_kind : "");
+    case kRejectKind: return set_text(r, v, ctx->admission.reject_kind ? ctx->admission.reject_kind : "");
     }
     v->not_found = 1;
     return NGX_OK;

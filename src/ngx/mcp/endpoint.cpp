@@ -5,10 +5,16 @@
 // caller's group may reach; tools/call, prompts/get, resources/read and
 // completion/complete go to the server that owns the name or URI;
 // notifications and responses are accepted (202); other methods are not found.
+#include "ngx/mcp/endpoint.h"
+
 #include "core/json/writer.h"
 #include "ngx/http/headers.h"
+#include "ngx/http/respond.h"
+#include "ngx/main_conf.h"
 #include "ngx/mcp/fanout.h"
+#include "ngx/request/ctx.h"
 #include "ngx/worker.h"
+#include "core/log/log_escape.h"
 
 namespace llmgw {
 namespace {
@@ -27,7 +33,7 @@ std::string server_info() {
 
 ngx_int_t initialize(ngx_http_request_t* r, RequestCtx* ctx, const McpEndpoint& ep, const RpcMessage& m) {
     const std::string_view version = negotiate_protocol(m.protocol_version);
-    McpSession s{ctx->user->name, std::string(version), static_cast<std::int64_t>(ngx_time())};
+    McpSession s{ctx->auth.user->name, std::string(version), static_cast<std::int64_t>(ngx_time())};
     std::string token = ep.sealer->seal(s);
     if (token.empty()) return NGX_HTTP_INTERNAL_SERVER_ERROR;
     if (add_header(r, "Mcp-Session-Id", token) != NGX_OK) return NGX_HTTP_INTERNAL_SERVER_ERROR;
@@ -51,11 +57,11 @@ bool session_valid(ngx_http_request_t* r, RequestCtx* ctx, const McpEndpoint& ep
     if (id.empty()) return true;
     McpSession s;
     const std::int64_t now = ngx_time();
-    const bool valid = ep.sealer->open(id, s) && s.user == ctx->user->name && s.issued <= now + 300 &&
+    const bool valid = ep.sealer->open(id, s) && s.user == ctx->auth.user->name && s.issued <= now + 300 &&
                        now - s.issued <= static_cast<std::int64_t>(ep.session_ttl / 1000);
     if (!valid) {
         ngx_log_error(NGX_LOG_INFO, r->connection->log, 0, "llm_gateway: user \"%s\" sent an unknown MCP session id",
-                      log_value(ctx->user->name).c_str());
+                      log_value(ctx->auth.user->name).c_str());
     }
     return valid;
 }
@@ -101,7 +107,7 @@ bool route_of(const RpcMessage& m, RouteSpec& out) {
     return true;
 }
 
-std::string cache_key(const RequestCtx* ctx, const ListSpec& l) { return ctx->user->group + "\n" + std::string(l.method); }
+std::string cache_key(const RequestCtx* ctx, const ListSpec& l) { return ctx->auth.user->group + "\n" + std::string(l.method); }
 
 const ToolCache::Entry* cached(RequestCtx* ctx, const ListSpec& l) {
     Worker* w = worker();
@@ -172,7 +178,7 @@ void asked_all(Federation& f) {
 
 void ask_all(Federation& f) {
     const std::size_t before = f.ops.size();
-    for (std::size_t i : main_conf(f.r)->state->targets.federated_for(f.ctx->user->group)) {
+    for (std::size_t i : main_conf(f.r)->state->targets.federated_for(f.ctx->auth.user->group)) {
         start_op(f, i, f.msg.method, f.msg.params);
     }
     if (f.ops.size() == before) return answer(f, rpc_error(f.msg.id, kRpcInternalError, "no MCP server reachable"));
@@ -209,7 +215,7 @@ void listed(Federation& f) {
 
 void list_all(Federation& f, const ListSpec& list) {
     f.listing = list.method;
-    for (std::size_t i : main_conf(f.r)->state->targets.federated_for(f.ctx->user->group)) {
+    for (std::size_t i : main_conf(f.r)->state->targets.federated_for(f.ctx->auth.user->group)) {
         start_op(f, i, std::string(list.method), "{}");
     }
     when_settled(f, listed);
@@ -239,7 +245,7 @@ ngx_int_t federate(ngx_http_request_t* r, RequestCtx* ctx, const McpEndpoint& ep
         auto it = cache->routes.find(f.msg.route_key);
         const auto& all = main_conf(r)->state->targets.all();
         if (it != cache->routes.end() && it->second.backend < all.size() &&
-            all[it->second.backend].open_to(ctx->user->group)) {
+            all[it->second.backend].open_to(ctx->auth.user->group)) {
             const ToolRoute owner = it->second;
             call_owner(f, route, owner);
             return NGX_DONE;
@@ -260,8 +266,8 @@ ngx_int_t mcp_handler(ngx_http_request_t* r, RequestCtx* ctx) {
     auto* lcf = static_cast<LocConf*>(ngx_http_get_module_loc_conf(r, ngx_http_llm_gateway_module));
     if (lcf->mcp == nullptr) return NGX_HTTP_INTERNAL_SERVER_ERROR;
     const McpEndpoint& ep = *lcf->mcp;
-    ctx->own_response = true;
-    RpcMessage m = parse_rpc(ctx->body);
+    ctx->page.own_response = true;
+    RpcMessage m = parse_rpc(ctx->in.body);
     if (m.kind == RpcMessage::Kind::Invalid) {
         return send_rpc(r, NGX_HTTP_BAD_REQUEST, rpc_error(m.id, m.error_code, m.error));
     }

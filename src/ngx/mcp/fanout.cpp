@@ -4,8 +4,12 @@
 #include <rapidjson/document.h>
 
 #include "core/json/writer.h"
+#include "ngx/call/accounting.h"
 #include "ngx/call/call.h"
 #include "ngx/http/request_events.h"
+#include "ngx/main_conf.h"
+#include "ngx/request/ctx.h"
+#include "core/log/log_escape.h"
 
 namespace llmgw {
 
@@ -49,9 +53,9 @@ bool send(BackendOp& op, std::string_view http_method, std::string body, bool wi
     f.bodies.push_back(std::move(body));
     std::unique_ptr<Codec> codec = make_codec(CodecKind::Relay, CodecOptions{});
     if (codec == nullptr) return false;
-    f.ctx->calls.emplace_back(new Call(f.ctx, &op.target->upstream, std::move(codec),
-                                       static_cast<unsigned>(f.ctx->calls.size() + 1), Call::Mode::Capture));
-    Call& call = *f.ctx->calls.back();
+    f.ctx->attempts.calls.emplace_back(new Call(f.ctx, &op.target->upstream, std::move(codec),
+                                       static_cast<unsigned>(f.ctx->attempts.calls.size() + 1), Call::Mode::Capture));
+    Call& call = *f.ctx->attempts.calls.back();
     call.background = true;
     call.capture_limit = f.ep->max_response;
     call.capture_budget = &f.capture_left;
@@ -70,7 +74,7 @@ bool send(BackendOp& op, std::string_view http_method, std::string body, bool wi
         if (!op.protocol.empty()) in.headers.emplace_back("MCP-Protocol-Version", op.protocol);
     }
     if (call.start(f.r, in) != NGX_OK) {
-        f.ctx->calls.pop_back();
+        f.ctx->attempts.calls.pop_back();
         return false;
     }
     if (!tracked) return true;

@@ -17,7 +17,8 @@
 
 #include "core/mcp/jsonrpc.h"
 #include "core/mcp/tool_merge.h"
-#include "ngx/module.h"
+#include "ngx/ngx_incl.h"
+#include "ngx/request/ctx.h"
 
 namespace llmgw {
 

@@ -3,10 +3,22 @@
 // here is answered with the gateway's error envelope and never reaches the
 // content handler; one that passes carries everything the content handler
 // needs in its RequestCtx.
+#include "ngx/phases/access.h"
+
 #include "core/codec/codec.h"
 #include "core/json/envelope.h"
-#include "ngx/http/routes.h"
-#include "ngx/module.h"
+#include "core/log/log_escape.h"
+#include "ngx/admission/admission.h"
+#include "ngx/call/accounting.h"
+#include "ngx/http/auth.h"
+#include "ngx/http/body.h"
+#include "ngx/http/proxy_paths.h"
+#include "ngx/http/respond.h"
+#include "ngx/main_conf.h"
+#include "ngx/ngx_incl.h"
+#include "ngx/phases/routes.h"
+#include "ngx/request/ctx.h"
+#include "ngx/request/route.h"
 
 namespace llmgw {
 namespace {
@@ -36,24 +48,24 @@ ngx_int_t admitted_or_admit(ngx_http_request_t* r, RequestCtx* ctx, const RouteR
 // closed to the caller's group).
 ngx_int_t resolve(ngx_http_request_t* r, RequestCtx* ctx, std::string_view model) {
     std::string err;
-    if (!main_conf(r)->state->config.resolve_model(model, ctx->resolved, err)) {
+    if (!main_conf(r)->state->config.resolve_model(model, ctx->in.resolved, err)) {
         return reject(r, NGX_HTTP_NOT_FOUND, err, "invalid_request_error", "model_not_found");
     }
-    if (!restrict_to_group(ctx->resolved, ctx->user->group)) {
+    if (!restrict_to_group(ctx->in.resolved, ctx->auth.user->group)) {
         return reject(r, NGX_HTTP_NOT_FOUND,
                       "The model `" + std::string(model) + "` does not exist or you do not have access to it.",
                       "invalid_request_error", "model_not_found");
     }
     ngx_log_debug4(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                    "llm_gateway: model \"%s\" resolved to \"%s\" (%uz failover targets, group \"%s\")",
-                   log_value(model).c_str(), log_value(ctx->resolved.canonical).c_str(),
-                   ctx->resolved.targets.size(), log_value(ctx->user->group).c_str());
+                   log_value(model).c_str(), log_value(ctx->in.resolved.canonical).c_str(),
+                   ctx->in.resolved.targets.size(), log_value(ctx->auth.user->group).c_str());
     // 501 before admission: a route no target's provider type serves
     // (docs/media.md) is not counted as a request.
-    for (const Target& t : ctx->resolved.targets) {
+    for (const Target& t : ctx->in.resolved.targets) {
         if (codec_serves(ctx->route->codec, t.provider->type)) return NGX_OK;
     }
-    const ProviderConf& p = *ctx->resolved.provider;
+    const ProviderConf& p = *ctx->in.resolved.provider;
     return reject(r, NGX_HTTP_NOT_IMPLEMENTED,
                   "provider \"" + log_value(p.name) + "\" (type " + std::string(provider_type_name(p.type)) +
                       ") does not serve /v1/" + ctx->route->name,
@@ -62,8 +74,8 @@ ngx_int_t resolve(ngx_http_request_t* r, RequestCtx* ctx, std::string_view model
 
 // transcription: the three 400s of a multipart body, each with its own message.
 ngx_int_t read_form(ngx_http_request_t* r, RequestCtx* ctx) {
-    ctx->form = scan_form_data(ctx->body, ctx->form_boundary);
-    switch (ctx->form.status) {
+    ctx->in.form = scan_form_data(ctx->in.body, ctx->in.form_boundary);
+    switch (ctx->in.form.status) {
     case FormStatus::Ok: break;
     case FormStatus::Malformed:
         return reject(r, NGX_HTTP_BAD_REQUEST, "malformed multipart body", "invalid_request_error", "invalid_multipart");
@@ -72,11 +84,11 @@ ngx_int_t read_form(ngx_http_request_t* r, RequestCtx* ctx) {
     case FormStatus::DuplicateModel:
         return reject(r, NGX_HTTP_BAD_REQUEST, "duplicate model field", "invalid_request_error", "duplicate_model");
     }
-    if (ctx->form.model_truncated) {
+    if (ctx->in.form.model_truncated) {
         return reject(r, NGX_HTTP_NOT_FOUND, "the model field is longer than any model id", "invalid_request_error",
                       "model_not_found");
     }
-    return resolve(r, ctx, ctx->form.model);
+    return resolve(r, ctx, ctx->in.form.model);
 }
 
 ngx_int_t after_body(ngx_http_request_t* r, RequestCtx* ctx) {
@@ -89,9 +101,9 @@ ngx_int_t after_body(ngx_http_request_t* r, RequestCtx* ctx) {
     switch (row.body) {
     case BodyRule::Json: {
         std::string err;
-        ctx->doc = RequestDoc::parse(ctx->body, err);
-        if (!ctx->doc) return reject(r, NGX_HTTP_BAD_REQUEST, err, "invalid_request_error", "invalid_request");
-        rc = resolve(r, ctx, ctx->doc->info().model);
+        ctx->in.doc = RequestDoc::parse(ctx->in.body, err);
+        if (!ctx->in.doc) return reject(r, NGX_HTTP_BAD_REQUEST, err, "invalid_request_error", "invalid_request");
+        rc = resolve(r, ctx, ctx->in.doc->info().model);
         break;
     }
     case BodyRule::Multipart:
@@ -132,7 +144,7 @@ bool scrape_allowed(ngx_http_request_t* r, const LocConf* lcf) {
 
 ngx_int_t authenticate(ngx_http_request_t* r, RequestCtx* ctx, LocConf* lcf) {
     auto* mcf = static_cast<MainConf*>(ngx_http_get_module_main_conf(r, ngx_http_llm_gateway_module));
-    ctx->directory = mcf->state->directory;
+    ctx->auth.directory = mcf->state->directory;
     std::string_view key = presented_key(r);
     if (key.empty()) {
         log_auth_failure(r, "no key");
@@ -140,15 +152,15 @@ ngx_int_t authenticate(ngx_http_request_t* r, RequestCtx* ctx, LocConf* lcf) {
                       "You didn't provide an API key. Send it as Authorization: Bearer <key> or x-api-key.",
                       "invalid_request_error", "missing_api_key");
     }
-    ctx->user = ctx->directory->find_by_key(key);
-    if (ctx->user == nullptr) {
+    ctx->auth.user = ctx->auth.directory->find_by_key(key);
+    if (ctx->auth.user == nullptr) {
         log_auth_failure(r, "unknown key");
         return reject(r, NGX_HTTP_UNAUTHORIZED, "Incorrect API key provided.", "invalid_request_error",
                       "invalid_api_key");
     }
     ngx_log_error(NGX_LOG_INFO, r->connection->log, 0, "llm_gateway: authenticated user=\"%s\" route=\"%s\"",
-                  log_value(ctx->user->name).c_str(), ctx->route->name);
-    if ((lcf->mode == kModeAdmin || lcf->mode == kModeMetrics) && !ctx->user->admin) {
+                  log_value(ctx->auth.user->name).c_str(), ctx->route->name);
+    if ((lcf->mode == kModeAdmin || lcf->mode == kModeMetrics) && !ctx->auth.user->admin) {
         return reject(r, NGX_HTTP_FORBIDDEN, "this key is not an admin key", "permission_error", "admin_required");
     }
     return NGX_OK;
@@ -173,13 +185,13 @@ ngx_int_t start(ngx_http_request_t* r, RequestCtx* ctx, LocConf* lcf) {
 
     ngx_int_t rc = authenticate(r, ctx, lcf);
     if (rc != NGX_OK) return rc;
-    ctx->is_admin_traffic = row->mode == kModeAdmin || row->mode == kModeMetrics;
+    ctx->auth.is_admin_traffic = row->mode == kModeAdmin || row->mode == kModeMetrics;
     if (row->body == BodyRule::None) return admitted_or_admit(r, ctx, *row);
     // What can be refused before the body is read, is.
     if (row->body == BodyRule::Multipart) {
         ngx_table_elt_t* ct = r->headers_in.content_type;
-        ctx->form_boundary = ct ? form_data_boundary(sv(ct->value)) : std::string();
-        if (ctx->form_boundary.empty()) {
+        ctx->in.form_boundary = ct ? form_data_boundary(sv(ct->value)) : std::string();
+        if (ctx->in.form_boundary.empty()) {
             return reject(r, NGX_HTTP_BAD_REQUEST,
                           "malformed multipart body: the Content-Type must be multipart/form-data with a boundary",
                           "invalid_request_error", "invalid_content_type");
@@ -208,6 +220,7 @@ ngx_int_t access(ngx_http_request_t* r, LocConf* lcf) {
     if (ctx == nullptr) {
         ctx = create_ctx(r);
         if (ctx == nullptr) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        ctx->on_end = end_metered_request;   // its calls, and what they leave to count or release
     }
     switch (ctx->phase) {
     case RequestCtx::Phase::Start:

@@ -1,6 +1,11 @@
 // CONTENT phase: run the handler of an admitted request's route.
-#include "ngx/http/routes.h"
-#include "ngx/module.h"
+#include "ngx/phases/content.h"
+
+#include "core/log/log_escape.h"
+#include "ngx/http/respond.h"
+#include "ngx/ngx_incl.h"
+#include "ngx/request/ctx.h"
+#include "ngx/request/route.h"
 
 namespace llmgw {
 namespace {

@@ -1,8 +1,16 @@
 // The route table.
-#include "ngx/http/routes.h"
+#include "ngx/phases/routes.h"
+
+#include "ngx/admin/handlers.h"
+#include "ngx/call/relay.h"
+#include "ngx/discovery/models.h"
+#include "ngx/main_conf.h"
+#include "ngx/mcp/endpoint.h"
+#include "ngx/ngx_incl.h"
+#include "ngx/request/route.h"
+#include "ngx/targets/target_proxy.h"
 
 #include "core/http/route_match.h"
-#include "ngx/module.h"
 
 namespace llmgw {
 namespace {

@@ -1,7 +1,9 @@
 // The per-request context. It is a C++ object placed in pool cleanup
 // storage, so the pool owns it; r->ctx is only a cache, rebuilt from the
 // cleanup list after an internal redirect has cleared it.
-#include "ngx/module.h"
+#include "ngx/main_conf.h"
+#include "ngx/request/ctx.h"
+#include "ngx/ngx_incl.h"
 
 namespace llmgw {
 namespace {
@@ -16,25 +18,7 @@ RequestCtx::RequestCtx() = default;
 
 RequestCtx::~RequestCtx() {
     *alive = false;
-    release_calls(this);
-    // A provider call whose request ended before the relay finished (the
-    // client went away): its tokens are still counted.
-    if (chosen != nullptr && !accounted && mcf != nullptr) {
-        try {
-            account_request(ngx_cycle->log, mcf, this, true);
-        } catch (...) {
-            ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0, "llm_gateway: accounting of a cancelled request failed");
-        }
-    }
-    // A reservation no accounting settled (no call was made, or nothing was
-    // counted): released now.
-    if (held.any() && mcf != nullptr) {
-        try {
-            release_reservation(mcf, this);
-        } catch (...) {
-            ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0, "llm_gateway: releasing a reservation failed");
-        }
-    }
+    if (on_end != nullptr) on_end(this);
 }
 
 RequestCtx* get_ctx(ngx_http_request_t* r) {

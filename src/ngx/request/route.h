@@ -1,11 +1,12 @@
-// The route table: one row per endpoint. The access phase (method, key,
-// body, admission) and the content phase (handler) read the row; adding an
-// endpoint is adding its row.
+// A row of the route table (ngx/phases/routes.cpp): one per endpoint. The
+// access phase (method, key, body, admission) and the content phase
+// (handler) read the row; the call reads its codec, accounting its tally.
 #pragma once
 #include <string_view>
 
 #include "core/codec/codec_kind.h"
-#include "ngx/module.h"
+#include "ngx/main_conf.h"
+#include "ngx/ngx_incl.h"
 
 namespace llmgw {
 
@@ -27,6 +28,7 @@ enum class Tally {
     Sniffed,    // tokens and cost when the answer carries usage in a known shape (passthrough)
 };
 
+struct RequestCtx;
 using RouteHandler = ngx_int_t (*)(ngx_http_request_t* r, RequestCtx* ctx);
 
 struct RouteRow {
@@ -43,8 +45,5 @@ struct RouteRow {
     Tally tally;                    // counted after the answer
     RouteHandler handler;           // content phase
 };
-
-// The row of a location mode and request path; nullptr when none matches.
-const RouteRow* find_route(ngx_uint_t mode, std::string_view path);
 
 }  // namespace llmgw

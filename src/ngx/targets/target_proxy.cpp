@@ -4,10 +4,18 @@
 // request counted; a 429, a 5xx or no answer recorded in the failure feed.
 // An agent card fetched (GET) through the gateway is read whole and its
 // service URLs rewritten to the gateway's own path.
+#include "ngx/targets/target_proxy.h"
+
+#include "core/log/log_escape.h"
 #include "core/targets/agent_card.h"
+#include "ngx/call/accounting.h"
 #include "ngx/call/call.h"
+#include "ngx/call/relay.h"
 #include "ngx/http/request_events.h"
-#include "ngx/module.h"
+#include "ngx/http/respond.h"
+#include "ngx/main_conf.h"
+#include "ngx/ngx_incl.h"
+#include "ngx/request/ctx.h"
 
 namespace llmgw {
 namespace {
@@ -15,8 +23,8 @@ namespace {
 // A GET of the agent's card. A HEAD of it is relayed as any other request
 // (status and headers, no body to rewrite).
 bool is_card_request(ngx_http_request_t* r, const RequestCtx& ctx) {
-    return ctx.target->kind == TargetKind::Agent && r->method == NGX_HTTP_GET &&
-           ctx.passthrough_path == ctx.target->card_path;
+    return ctx.in.target->kind == TargetKind::Agent && r->method == NGX_HTTP_GET &&
+           ctx.in.passthrough_path == ctx.in.target->card_path;
 }
 
 // "<scheme>://<host>" + the location's prefix + the agent's name: where a
@@ -33,13 +41,13 @@ std::string gateway_base(ngx_http_request_t* r, const RequestCtx& ctx) {
     std::string_view prefix = sv(lcf->prefix);
     base.append(prefix);
     if (prefix.empty() || prefix.back() != '/') base += '/';
-    return base + ctx.target->name;
+    return base + ctx.in.target->name;
 }
 
 ngx_int_t answer_card(ngx_http_request_t* r, RequestCtx* ctx, Call& call) {
     if (call.overflowed() != Call::Overflow::None) {   // its reading stopped at the bound
         ngx_log_error(NGX_LOG_WARN, r->connection->log, 0, "llm_gateway: agent \"%s\": the agent card is larger than 1 MiB",
-                      log_value(ctx->target->name).c_str());
+                      log_value(ctx->in.target->name).c_str());
         return send_error(r, NGX_HTTP_BAD_GATEWAY, "the agent sent an invalid agent card", "upstream_error",
                           "invalid_agent_card");
     }
@@ -52,9 +60,9 @@ ngx_int_t answer_card(ngx_http_request_t* r, RequestCtx* ctx, Call& call) {
         return answer_chosen(r, ctx);
     }
     std::string out, err;
-    if (!rewrite_agent_card(call.captured(), ctx->target->url_path(), gateway_base(r, *ctx), out, err)) {
+    if (!rewrite_agent_card(call.captured(), ctx->in.target->url_path(), gateway_base(r, *ctx), out, err)) {
         ngx_log_error(NGX_LOG_WARN, r->connection->log, 0, "llm_gateway: agent \"%s\": %s",
-                      log_value(ctx->target->name).c_str(), log_text(err).c_str());
+                      log_value(ctx->in.target->name).c_str(), log_text(err).c_str());
         return send_error(r, NGX_HTTP_BAD_GATEWAY, "the agent sent an invalid agent card", "upstream_error",
                           "invalid_agent_card");
     }
@@ -64,13 +72,13 @@ ngx_int_t answer_card(ngx_http_request_t* r, RequestCtx* ctx, Call& call) {
 
 void target_resume(ngx_http_request_t* r) {
     RequestCtx* ctx = get_ctx(r);
-    if (ctx == nullptr || ctx->chosen == nullptr || ctx->chosen->running()) return;
+    if (ctx == nullptr || ctx->attempts.chosen == nullptr || ctx->attempts.chosen->running()) return;
     ngx_int_t rc;
     try {
-        Call& call = *ctx->chosen;
+        Call& call = *ctx->attempts.chosen;
         if (!call.event_recorded) {
             call.event_recorded = true;
-            account_targets(main_conf(r), {ctx->target});
+            account_targets(main_conf(r), {ctx->in.target});
             call_event(*ctx, call);
         }
         r->write_event_handler = ngx_http_request_empty_handler;
@@ -85,26 +93,26 @@ void target_resume(ngx_http_request_t* r) {
 }  // namespace
 
 ngx_int_t start_target_call(ngx_http_request_t* r, RequestCtx* ctx) {
-    const TargetConf& t = *ctx->target;
+    const TargetConf& t = *ctx->in.target;
     std::unique_ptr<Codec> codec = make_codec(CodecKind::Relay, CodecOptions{});
     if (codec == nullptr) return NGX_HTTP_INTERNAL_SERVER_ERROR;
     const Call::Mode mode = is_card_request(r, *ctx) ? Call::Mode::Capture : Call::Mode::Relay;
     ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0, "llm_gateway: target \"%s\": %s", log_value(t.name).c_str(),
                    mode == Call::Mode::Capture ? "agent card fetch, read whole to rewrite" : "relayed as it arrives");
-    ctx->calls.emplace_back(new Call(ctx, &t.upstream, std::move(codec), 1, mode));
-    Call& call = *ctx->calls.back();
+    ctx->attempts.calls.emplace_back(new Call(ctx, &t.upstream, std::move(codec), 1, mode));
+    Call& call = *ctx->attempts.calls.back();
     call.capture_limit = kMaxAgentCardBytes;   // Capture: a card is read up to its bound, no further
     CallerRequest in;
-    in.body = ctx->body;
+    in.body = ctx->in.body;
     in.method = sv(r->method_name);
-    in.path = ctx->passthrough_path;
+    in.path = ctx->in.passthrough_path;
     in.query = sv(r->args);
     if (r->headers_in.content_type != nullptr) in.content_type = sv(r->headers_in.content_type->value);
     if (call.start(r, in) != NGX_OK) {
-        ctx->calls.pop_back();
+        ctx->attempts.calls.pop_back();
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
-    ctx->chosen = &call;
+    ctx->attempts.chosen = &call;
     r->main->count++;
     r->write_event_handler = target_resume;
     return NGX_DONE;
