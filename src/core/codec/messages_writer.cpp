@@ -2,15 +2,14 @@
 // (message_start, content_block_start/delta/stop, message_delta,
 // message_stop, error). See docs/translation-messages.md.
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <exception>
-#include <random>
 #include <string>
 
 #include "core/codec/json_copy.h"
 #include "core/codec/messages_wire.h"
 #include "core/codec/openai.h"
+#include "core/codec/response_id.h"
 #include "core/json/text_checks.h"
 #include "core/json/writer.h"
 
@@ -20,31 +19,12 @@ namespace {
 
 constexpr int kMaxDepth = 256;
 
-// 24 random base62 characters.
-std::string random_id() {
-    static const char kAlphabet[] = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
-    thread_local std::mt19937_64 rng = [] {
-        std::uint64_t seed =
-            static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
-            static_cast<std::uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());
-        try {
-            std::random_device rd;
-            seed ^= (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
-        } catch (const std::exception&) {
-        }
-        return std::mt19937_64(seed);
-    }();
-    std::string s(24, '0');
-    for (char& c : s) c = kAlphabet[rng() % 62];
-    return s;
-}
-
 std::string message_id(std::string_view id) {
     if (id.substr(0, 4) == "msg_") return std::string(id);
-    return "msg_" + (id.empty() ? random_id() : std::string(id));
+    return (id.empty() ? response_id("msg_") : "msg_" + std::string(id));
 }
 
-std::string tool_id(std::string_view id) { return id.empty() ? "toolu_" + random_id() : std::string(id); }
+std::string tool_id(std::string_view id) { return id.empty() ? response_id("toolu_") : std::string(id); }
 
 std::string_view stop_reason(FinishReason f) {
     switch (f) {

@@ -2,35 +2,16 @@
 // chat.completion.chunk events ending in "data: [DONE]". The finish reason
 // and usage are held until the stream ends; the usage-only chunk is written
 // only for a caller that asked for it (stream_options.include_usage).
-#include <chrono>
 #include <cstdint>
 #include <exception>
 
 #include "core/codec/openai_ir.h"
+#include "core/codec/response_id.h"
 #include "core/json/envelope.h"
 #include "core/json/writer.h"
 
 namespace llmgw {
 namespace {
-
-// A random-looking id suffix: ids only need to be unique enough to tell
-// answers apart in logs; never a secret.
-std::string make_id(std::string_view prefix) {
-    static std::uint64_t state = 0;
-    if (state == 0) {
-        state = static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
-                reinterpret_cast<std::uintptr_t>(&state) ^ 0x9E3779B97F4A7C15ULL;
-    }
-    static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
-    std::string id(prefix);
-    for (int i = 0; i < 24; ++i) {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        id += alphabet[state % 62];
-    }
-    return id;
-}
 
 void write_usage(JsonWriter& w, const UsageIR& u) {
     w.key("usage").begin_object();
@@ -49,7 +30,7 @@ public:
     void whole(const ChatResponseIR& r, std::string& out) override {
         JsonWriter w;
         w.begin_object();
-        w.field("id", r.id.empty() ? make_id("chatcmpl-") : r.id);
+        w.field("id", r.id.empty() ? response_id("chatcmpl-") : r.id);
         w.field("object", "chat.completion").field("created", opt_.created).field("model", opt_.model);
         w.key("choices").begin_array().begin_object().field("index", std::int64_t{0});
         w.key("message").begin_object().field("role", "assistant");
@@ -68,7 +49,7 @@ public:
         if (!r.tool_calls.empty()) {
             w.key("tool_calls").begin_array();
             for (const ToolCallIR& t : r.tool_calls) {
-                w.begin_object().field("id", t.id.empty() ? make_id("call_") : t.id).field("type", "function");
+                w.begin_object().field("id", t.id.empty() ? response_id("call_") : t.id).field("type", "function");
                 w.key("function").begin_object().field("name", t.name);
                 w.field("arguments", t.arguments.empty() ? std::string_view("{}") : std::string_view(t.arguments));
                 w.end_object().end_object();
@@ -103,7 +84,7 @@ public:
         case K::ToolStart:
             delta(out, [&](JsonWriter& w) {
                 w.key("tool_calls").begin_array().begin_object().field("index", static_cast<std::int64_t>(e.index));
-                w.field("id", e.id.empty() ? make_id("call_") : e.id).field("type", "function");
+                w.field("id", e.id.empty() ? response_id("call_") : e.id).field("type", "function");
                 w.key("function").begin_object().field("name", e.name).field("arguments", "").end_object();
                 w.end_object().end_array();
             });
@@ -165,7 +146,7 @@ public:
 private:
     void begin(std::string& out) {
         started_ = true;
-        if (id_.empty()) id_ = make_id("chatcmpl-");
+        if (id_.empty()) id_ = response_id("chatcmpl-");
         delta(out, [&](JsonWriter& w) { w.field("role", "assistant").field("content", ""); });
     }
 
