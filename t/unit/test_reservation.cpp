@@ -1,6 +1,6 @@
 // Reservations: slots and their lives, the plan's reserving checks and
 // increments, concurrent admissions against one budget, releases, and the
-// request's worst output (RequestInfo::max_output).
+// request's worst output (RequestInfo::max_output) and worst case.
 #include <gtest/gtest.h>
 
 #include "core/codec/openai.h"
@@ -182,4 +182,51 @@ TEST(Reservation, MaxOutputOfARequest) {
     EXPECT_EQ(max_output(R"({"model":"m","max_tokens":-4})"), 0);
     EXPECT_EQ(max_output(R"({"model":"m","max_tokens":1.5})"), 0);
     EXPECT_EQ(max_output(R"({"model":"m","max_tokens":9223372036854775807,"n":2})"), INT64_MAX);
+}
+
+namespace {
+
+// 2 micro-USD per input token, 10 per output token.
+Price price_2_10() {
+    Price p;
+    p.input_micros_per_mtok = 2'000'000;
+    p.output_micros_per_mtok = 10'000'000;
+    return p;
+}
+
+}  // namespace
+
+// A request's worst case (llm_gateway_budget_mode reserve): its input
+// estimate plus its output, priced at the dearest of its targets.
+TEST(Reservation, WorstCaseTokensAndDearestTarget) {
+    const Price dear = price_2_10();
+    Price cheap;
+    cheap.input_micros_per_mtok = 1'000'000;
+    cheap.output_micros_per_mtok = 1'000'000;
+    // 401 bytes: 101 tokens in (rounded up), 50 out.
+    ReserveAmounts a = worst_case_reservation(401, 50, false, 4096, {&cheap, nullptr, &dear});
+    EXPECT_EQ(a.tokens, 151);
+    EXPECT_EQ(a.cost_micros, 101 * 2 + 50 * 10);
+    // No max_tokens: the output= default.
+    a = worst_case_reservation(400, 0, false, 4096, {&cheap});
+    EXPECT_EQ(a.tokens, 100 + 4096);
+    EXPECT_EQ(a.cost_micros, 100 + 4096);
+    // Embeddings have no output.
+    a = worst_case_reservation(400, 50, true, 4096, {&dear});
+    EXPECT_EQ(a.tokens, 100);
+    EXPECT_EQ(a.cost_micros, 200);
+}
+
+TEST(Reservation, WorstCaseUnpricedFreeAndSaturating) {
+    const Price dear = price_2_10();
+    Price free = dear;
+    free.free = true;
+    ReserveAmounts a = worst_case_reservation(400, 50, false, 4096, {nullptr, &free});
+    EXPECT_EQ(a.tokens, 150);
+    EXPECT_EQ(a.cost_micros, 0);
+    a = worst_case_reservation(400, 50, false, 4096, {});
+    EXPECT_EQ(a.cost_micros, 0);
+    a = worst_case_reservation(400, INT64_MAX, false, 4096, {&dear});
+    EXPECT_EQ(a.tokens, INT64_MAX);
+    EXPECT_EQ(a.cost_micros, INT64_MAX);
 }

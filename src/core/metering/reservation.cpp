@@ -1,6 +1,9 @@
 // Reservations: slots, keys, amounts and releases (see reservation.h).
 #include "core/metering/reservation.h"
 
+#include <algorithm>
+#include <cstdint>
+
 #include "core/metering/keys.h"
 
 namespace llmgw {
@@ -39,6 +42,23 @@ void append_reserved_keys(std::string_view kind, std::string_view id, Measure m,
 
 std::int64_t estimate_input_tokens(std::size_t body_bytes) {
     return static_cast<std::int64_t>((body_bytes + 3) / 4);
+}
+
+ReserveAmounts worst_case_reservation(std::size_t body_bytes, std::int64_t max_output, bool embeddings,
+                                      std::int64_t reserve_output, const std::vector<const Price*>& prices) {
+    ReserveAmounts a;
+    const std::int64_t in = estimate_input_tokens(body_bytes);
+    std::int64_t out = max_output;
+    if (embeddings) {
+        out = 0;
+    } else if (out <= 0) {
+        out = reserve_output;
+    }
+    a.tokens = in > INT64_MAX - out ? INT64_MAX : in + out;
+    for (const Price* p : prices) {
+        if (p != nullptr) a.cost_micros = std::max(a.cost_micros, cost_micros(*p, in, out));
+    }
+    return a;
 }
 
 bool HeldReservation::any() const {

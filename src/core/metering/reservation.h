@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "core/metering/limits.h"
+#include "core/metering/pricing.h"
 
 namespace llmgw {
 
@@ -46,6 +47,13 @@ std::string reserved_key(std::string_view kind, std::string_view id, Measure m, 
 
 // The estimate of a request's input tokens: body bytes / 4, rounded up.
 std::int64_t estimate_input_tokens(std::size_t body_bytes);
+
+// A request's worst case: its input estimate plus the output it allows
+// (max_output; when it names none, reserve_output: llm_gateway_budget_mode
+// reserve output=; none for embeddings), in tokens, and that usage priced at
+// the dearest of prices (its failover targets'; a null one is unpriced).
+ReserveAmounts worst_case_reservation(std::size_t body_bytes, std::int64_t max_output, bool embeddings,
+                                      std::int64_t reserve_output, const std::vector<const Price*>& prices);
 
 // Calls f(reservation, amount) for each reservation with an amount above 0,
 // in order: what a request reserved, and what releasing it takes back.

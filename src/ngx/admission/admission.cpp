@@ -2,8 +2,8 @@
 // atomic store operation that checks every limit of the request's scopes in
 // precedence order and counts the request (or, when rejected, counts the
 // rejection instead).
-#include <algorithm>
 #include <unordered_map>
+#include <vector>
 
 #include "ngx/admission/admission.h"
 
@@ -87,28 +87,21 @@ const std::shared_ptr<const AdmissionPlan>& plan_for(PlanCache& pc, const Reques
 
 // A request's worst case (llm_gateway_budget_mode reserve): its input
 // estimate plus the output it allows (or output=), priced at the dearest of
-// its failover targets. A passthrough's model is unknown: it reserves
-// nothing.
+// its failover targets (worst_case_reservation). A passthrough's model is
+// unknown: it reserves nothing.
 ReserveAmounts reservation_for(const MainConf* mcf, const RequestCtx& ctx) {
-    ReserveAmounts a;
-    const std::int64_t in = estimate_input_tokens(ctx.in.body.size());
-    std::int64_t out = ctx.in.doc ? ctx.in.doc->info().max_output : 0;
-    if (ctx.route->codec == CodecKind::OpenAIEmbeddings) {
-        out = 0;
-    } else if (out <= 0) {
-        out = mcf->reserve_output;
-    }
-    a.tokens = in > INT64_MAX - out ? INT64_MAX : in + out;
+    std::vector<const Price*> prices;
+    prices.reserve(ctx.in.resolved.targets.size());
     for (const Target& t : ctx.in.resolved.targets) {
         // The first target's price was looked up by the 402 rule.
         const bool first = ctx.in.price != nullptr && t.provider == ctx.in.resolved.provider &&
                            t.upstream_model == ctx.in.resolved.upstream_model;
-        const Price* p = first ? ctx.in.price
+        prices.push_back(first ? ctx.in.price
                                : mcf->state->prices.find(t.provider->name, provider_type_name(t.provider->type),
-                                                         t.upstream_model);
-        if (p != nullptr) a.cost_micros = std::max(a.cost_micros, cost_micros(*p, in, out));
+                                                         t.upstream_model));
     }
-    return a;
+    return worst_case_reservation(ctx.in.body.size(), ctx.in.doc ? ctx.in.doc->info().max_output : 0,
+                                  ctx.route->codec == CodecKind::OpenAIEmbeddings, mcf->reserve_output, prices);
 }
 
 // llm_gateway_stream_cutoff: the request's token and cost checks, kept

@@ -1,13 +1,16 @@
-// Accounting after the provider answered: tokens, cost and the served
-// model's request counter in one batch; provider attempt/failure counters;
-// last-seen stamps at most once per scope per minute per worker.
+// Accounting after the provider answered. What is billed is decided in the
+// core (core/metering/billing.h: bill_request, bill_attempt); here the
+// observation is gathered from the request and its call, the bill logged and
+// its deltas written in one batch (tokens, cost, the served model's request,
+// statistics, provider attempt/failure counters), with last-seen stamps at
+// most once per scope per minute per worker.
 #include <utility>
 
 #include "ngx/call/accounting.h"
 
 #include "core/log/log_escape.h"
 #include "core/metering/accounting.h"
-#include "core/stats/latency.h"
+#include "core/metering/billing.h"
 #include "ngx/admission/admission.h"
 #include "ngx/call/call.h"
 #include "ngx/call/relay.h"
@@ -41,51 +44,97 @@ void touch_last_seen(CounterStore* store, const std::vector<Scope>& scopes, std:
     }
 }
 
-// Provider attempts and failures: a failure is a 429, a 5xx or no answer.
-void add_provider_deltas(std::vector<ScopeDelta>& out, const std::string& prov, const std::string& provmodel,
-                         const std::string& overflow, bool failed) {
-    for (const std::string* id : {&prov, &provmodel}) {
-        ScopeDelta d;
-        d.kind = id == &prov ? "prov" : "provmodel";
-        d.id = *id;
-        if (id == &provmodel) d.overflow_id = overflow;
-        d.delta[kMetricAtt] = 1;
-        d.delta[kMetricFail] = failed ? 1 : 0;
-        out.push_back(d);
-    }
-}
-
-}  // namespace
-
-namespace {
-
-// Whether the call produced an answer the client is billed for
-// (answer_billed): a 2xx that began (complete or not, a stream that turned
-// invalid included), or a call the client left while it was running.
-bool call_served(const Call& c, bool cancelled) {
-    BilledAnswer a;
+// What the call's answer was.
+AnswerFacts answer_facts(const Call& c) {
+    const CodecResult& res = c.outcome();
+    AnswerFacts a;
     a.answered = c.answered();
-    a.end = c.outcome().end;
+    a.end = res.end;
     a.streamed = c.codec->mode() == BodyMode::Stream;
-    a.success = c.upstream_status >= 200 && c.upstream_status < 300;
-    a.cancelled = cancelled;
-    return answer_billed(a);
-}
-
-// A passthrough's model is the one its answer names ("" when none).
-std::string_view upstream_model_of(const RequestCtx& ctx, const Call& c) {
-    if (ctx.route != nullptr && ctx.route->tally == Tally::Sniffed) {
-        return c.answered() ? std::string_view(c.outcome().model) : std::string_view();
-    }
-    return c.target ? c.target->upstream_model : ctx.in.resolved.upstream_model;
-}
-
-std::string provmodel_of(const RequestCtx& ctx, const Call& c) {
-    std::string_view m = upstream_model_of(ctx, c);
-    return c.provider->name + "/" + (m.empty() ? std::string("other") : std::string(m));
+    a.status = static_cast<int>(c.upstream_status);
+    a.usage = res.usage;
+    a.text_bytes = res.text_bytes;
+    a.model = res.model;
+    return a;
 }
 
 Tally tally_of(const RequestCtx& ctx) { return ctx.route != nullptr ? ctx.route->tally : Tally::Tokens; }
+
+// What bill_attempt needs of a call: the provider and model it went to.
+CallObservation observe_call(const RequestCtx& ctx, const Call& c) {
+    CallObservation o;
+    o.tally = tally_of(ctx);
+    o.call_accounted = c.accounted;
+    o.answer = answer_facts(c);
+    o.model = c.target ? c.target->canonical : ctx.in.resolved.canonical;
+    o.provider = c.provider->name;
+    o.upstream_model = c.target ? c.target->upstream_model : ctx.in.resolved.upstream_model;
+    return o;
+}
+
+// What bill_request needs of the request and the call that answered it.
+CallObservation observe_request(MainConf* mcf, const RequestCtx& ctx, const Call& c, bool cancelled) {
+    CallObservation o = observe_call(ctx, c);
+    o.cancelled = cancelled;
+    o.relayed_usage = ctx.cutoff.relayed_usage;
+    o.relayed_text_bytes = ctx.cutoff.relayed_text_bytes;
+    o.body_bytes = ctx.in.body.size();
+    o.scopes = request_scopes(ctx);
+    if (o.tally == Tally::Sniffed) {
+        // A passthrough is priced at the model its answer names.
+        const std::string& m = c.outcome().model;
+        o.price = m.empty() ? nullptr
+                            : mcf->state->prices.find(c.provider->name, provider_type_name(c.provider->type), m);
+    } else if (o.tally == Tally::Tokens) {
+        o.price = answering_price(mcf, ctx, c);
+    }
+    o.max_tokens_per_request = mcf->max_tokens_per_request;
+    o.stat_user_model = mcf->stat_user_model;
+    o.stat_latency = mcf->stat_latency;
+    if (c.ended != 0 && c.ended >= c.started) o.elapsed_ms = static_cast<std::int64_t>(c.ended - c.started);
+    o.user = ctx.auth.user->name;
+    return o;
+}
+
+// The log lines of a bill, as the accounting has always written them.
+void log_bill(ngx_log_t* log, MainConf* mcf, const RequestCtx& ctx, const Bill& b) {
+    if (b.implausible == Implausible::Malformed) {
+        ngx_log_error(NGX_LOG_WARN, log, 0,
+                      "llm_gateway: implausible usage from the provider for model \"%s\" (a token count that is "
+                      "not an integer from 0 to 9223372036854775807); estimating",
+                      log_value(ctx.in.resolved.canonical).c_str());
+    } else if (b.implausible == Implausible::OverMax) {
+        ngx_log_error(NGX_LOG_WARN, log, 0,
+                      "llm_gateway: implausible usage from the provider for model \"%s\" (prompt_tokens=%L "
+                      "completion_tokens=%L, over llm_gateway_max_tokens_per_request %i); estimating",
+                      log_value(ctx.in.resolved.canonical).c_str(), static_cast<long long>(b.reported.prompt_tokens),
+                      static_cast<long long>(b.reported.completion_tokens), mcf->max_tokens_per_request);
+    }
+    switch (b.line) {
+    case UsageLine::None: break;
+    case UsageLine::Requests:
+        ngx_log_error(NGX_LOG_INFO, log, 0, "llm_gateway: usage user=\"%s\" model=\"%s\" route=\"%s\" (requests only)",
+                      log_value(ctx.auth.user->name).c_str(), log_value(b.model()).c_str(), ctx.route->name);
+        break;
+    case UsageLine::Passthrough:
+        ngx_log_error(NGX_LOG_INFO, log, 0,
+                      "llm_gateway: usage user=\"%s\" model=\"%s\" prompt_tokens=%L completion_tokens=%L "
+                      "cost_micro_usd=%L route=\"passthrough\"%s",
+                      log_value(ctx.auth.user->name).c_str(), log_value(b.model()).c_str(),
+                      static_cast<long long>(b.prompt_tokens()), static_cast<long long>(b.completion_tokens()),
+                      static_cast<long long>(b.cost_micros()), b.without_usage ? " (no usage in the answer)" : "");
+        break;
+    case UsageLine::Tokens:
+        ngx_log_error(NGX_LOG_INFO, log, 0,
+                      "llm_gateway: usage user=\"%s\" model=\"%s\" prompt_tokens=%L completion_tokens=%L "
+                      "cost_micro_usd=%L%s%s%s",
+                      log_value(ctx.auth.user->name).c_str(), log_value(b.model()).c_str(),
+                      static_cast<long long>(b.prompt_tokens()), static_cast<long long>(b.completion_tokens()),
+                      static_cast<long long>(b.cost_micros()), b.estimated() ? " (estimated)" : "",
+                      b.cancelled ? " (client cancelled)" : "", b.cut_off ? " (cut off at the budget)" : "");
+        break;
+    }
+}
 
 void apply(CounterStore* store, const std::vector<ScopeDelta>& deltas, std::time_t now,
            HeldReservation releases = {}) {
@@ -104,25 +153,16 @@ const Price* answering_price(MainConf* mcf, const RequestCtx& ctx, const Call& c
 }
 
 // A failure is a 429, a 5xx, an invalid answer or no answer at all.
-bool call_failed(const Call& c) {
-    if (!c.answered()) return true;
-    switch (c.outcome().end) {
-    case EndState::UpstreamError: return c.upstream_status >= 500 || c.upstream_status == 429;
-    case EndState::Invalid: return true;
-    default: return false;
-    }
-}
+bool call_failed(const Call& c) { return answer_failed(answer_facts(c)); }
 
 void account_call(ngx_log_t*, MainConf* mcf, RequestCtx* ctx, Call& call) {
     if (call.accounted || ctx->auth.user == nullptr) return;
+    const CallObservation o = observe_call(*ctx, call);
     call.accounted = true;
     CounterStore* store = counter_store(mcf);
     if (store == nullptr) return;
-    std::vector<ScopeDelta> deltas;   // views into provmodel and overflow: they outlive apply()
-    const std::string provmodel = provmodel_of(*ctx, call);
-    const std::string overflow = call.provider->name + "/other";
-    add_provider_deltas(deltas, call.provider->name, provmodel, overflow, call_failed(call));
-    apply(store, deltas, ngx_time());
+    const Bill bill = bill_attempt(o);   // its deltas view strings it owns
+    apply(store, bill.deltas, ngx_time());
 }
 
 void account_request(ngx_log_t* log, MainConf* mcf, RequestCtx* ctx, bool cancelled) {
@@ -133,146 +173,26 @@ void account_request(ngx_log_t* log, MainConf* mcf, RequestCtx* ctx, bool cancel
     if (store == nullptr) return;
     std::time_t now = ngx_time();
 
-    // The deltas are views into these: they outlive apply().
-    std::vector<ScopeDelta> deltas;
-    AccountingInput in;
-    std::vector<Scope> scopes = request_scopes(*ctx);
-    // Past the bound on distinct statistics ids, new model ids count here.
-    // The deltas view these strings: they outlive apply().
-    const std::string overflow = call->provider->name + "/other";
-    const std::string provmodel = provmodel_of(*ctx, *call);
-    const Tally tally = tally_of(*ctx);
-    if (tally == Tally::Requests && call_served(*call, cancelled)) {
-        // Images and audio: the model's request after a complete answer; no
-        // tokens, no cost (accounting rule 5).
-        if (call->answered() && call->outcome().end == EndState::Complete) {
-            in.model = call->target ? call->target->canonical : ctx->in.resolved.canonical;
-            in.model_overflow = overflow;
-            deltas = accounting_deltas(in);
-            ngx_log_error(NGX_LOG_INFO, log, 0, "llm_gateway: usage user=\"%s\" model=\"%s\" route=\"%s\" (requests only)",
-                          log_value(ctx->auth.user->name).c_str(), log_value(in.model).c_str(), ctx->route->name);
-        }
-    } else if (tally == Tally::Sniffed && call_served(*call, cancelled)) {
-        // Passthrough: tokens and cost only when the answer carried usage;
-        // the model scope when it named its model. Never estimated.
-        const CodecResult& res = call->outcome();
-        std::string_view model = upstream_model_of(*ctx, *call);
-        if (!model.empty()) {
-            in.model = call->provider->name + "/" + std::string(model);
-            in.model_overflow = overflow;
-        }
-        if (res.usage.present && usage_plausible(res.usage, mcf->max_tokens_per_request)) {
-            in.scopes = scopes;
-            in.usage = res.usage;
-            const Price* price = model.empty() ? nullptr
-                                               : mcf->state->prices.find(call->provider->name,
-                                                                         provider_type_name(call->provider->type), model);
-            in.cost_micros = price ? cost_micros(*price, in.usage.prompt_tokens, in.usage.completion_tokens) : 0;
-        }
-        if (!in.model.empty() || !in.scopes.empty()) {
-            deltas = accounting_deltas(in);
-            ngx_log_error(NGX_LOG_INFO, log, 0,
-                          "llm_gateway: usage user=\"%s\" model=\"%s\" prompt_tokens=%L completion_tokens=%L "
-                          "cost_micro_usd=%L route=\"passthrough\"%s",
-                          log_value(ctx->auth.user->name).c_str(), log_value(in.model).c_str(),
-                          static_cast<long long>(in.usage.prompt_tokens),
-                          static_cast<long long>(in.usage.completion_tokens), static_cast<long long>(in.cost_micros),
-                          in.scopes.empty() ? " (no usage in the answer)" : "");
-        }
-    } else if (tally == Tally::Tokens && call_served(*call, cancelled)) {
-        in.scopes = scopes;
-        in.model = call->target ? call->target->canonical : ctx->in.resolved.canonical;
-        in.model_overflow = overflow;
-        // A stream ended at its budget: billed for what reached the client.
-        const bool cut_off = call->answered() && call->outcome().end == EndState::Stopped;
-        in.usage = cut_off ? ctx->cutoff.relayed_usage : call->outcome().usage;
-        if (in.usage.present && in.usage.malformed) {
-            ngx_log_error(NGX_LOG_WARN, log, 0,
-                          "llm_gateway: implausible usage from the provider for model \"%s\" (a token count that is "
-                          "not an integer from 0 to 9223372036854775807); estimating",
-                          log_value(ctx->in.resolved.canonical).c_str());
-            in.usage = Usage();   // unread usage
-        } else if (in.usage.present && !usage_plausible(in.usage, mcf->max_tokens_per_request)) {
-            ngx_log_error(NGX_LOG_WARN, log, 0,
-                          "llm_gateway: implausible usage from the provider for model \"%s\" (prompt_tokens=%L "
-                          "completion_tokens=%L, over llm_gateway_max_tokens_per_request %i); estimating",
-                          log_value(ctx->in.resolved.canonical).c_str(), static_cast<long long>(in.usage.prompt_tokens),
-                          static_cast<long long>(in.usage.completion_tokens), mcf->max_tokens_per_request);
-            in.usage.present = false;
-        }
-        if (cut_off) {
-            // The reported input, else the estimate; the larger of the reported
-            // output and the relayed text / 4.
-            const StreamUsage su = stream_usage(in.usage, ctx->cutoff.relayed_text_bytes, ctx->in.body.size(), nullptr);
-            in.estimated = !in.usage.present;
-            in.usage.present = true;
-            in.usage.prompt_tokens = su.prompt_tokens;
-            in.usage.completion_tokens = su.completion_tokens;
-        } else if (!in.usage.present) {
-            in.estimated = true;
-            in.usage.prompt_tokens = static_cast<std::int64_t>(ctx->in.body.size() / 4);
-            // A cancelled stream: what it carried before it ended, bytes / 4.
-            in.usage.completion_tokens = cancelled ? call->outcome().text_bytes / 4 : 0;
-        }
-        const Price* price = answering_price(mcf, *ctx, *call);
-        in.cost_micros = price ? cost_micros(*price, in.usage.prompt_tokens, in.usage.completion_tokens) : 0;
-        deltas = accounting_deltas(in);
-        ngx_log_error(NGX_LOG_INFO, log, 0,
-                      "llm_gateway: usage user=\"%s\" model=\"%s\" prompt_tokens=%L completion_tokens=%L "
-                      "cost_micro_usd=%L%s%s%s",
-                      log_value(ctx->auth.user->name).c_str(), log_value(in.model).c_str(),
-                      static_cast<long long>(in.usage.prompt_tokens), static_cast<long long>(in.usage.completion_tokens),
-                      static_cast<long long>(in.cost_micros), in.estimated ? " (estimated)" : "",
-                      cancelled ? " (client cancelled)" : "", cut_off ? " (cut off at the budget)" : "");
-    }
-    // The optional statistics (llm_gateway_stats), in the same batch: the
-    // user's usage of the model, and the answering call's latency bucket.
-    // The deltas view these strings: they outlive apply().
-    // Past the statistics bound, new ids go to the provider's "other".
-    std::string user_model, user_model_other, latency, latency_other;
-    if (!in.model.empty() && !deltas.empty()) {
-        const ScopeDelta model_delta = deltas.back();   // accounting_deltas puts the model scope last
-        if (mcf->stat_user_model && model_delta.kind == "model") {
-            user_model = ctx->auth.user->name + "|" + in.model;
-            user_model_other = ctx->auth.user->name + "|" + overflow;
-            ScopeDelta d = model_delta;
-            d.kind = "usermodel";
-            d.id = user_model;
-            d.overflow_id = user_model_other;
-            deltas.push_back(d);
-        }
-        if (mcf->stat_latency && call->ended != 0 && call->ended >= call->started) {
-            const auto elapsed = static_cast<std::int64_t>(call->ended - call->started);
-            latency = latency_id(in.model, elapsed);
-            latency_other = latency_id(overflow, elapsed);
-            ScopeDelta d;
-            d.kind = "lat";
-            d.id = latency;
-            d.overflow_id = latency_other;
-            d.delta[kMetricReq] = 1;
-            deltas.push_back(d);
-        }
-    }
+    const CallObservation o = observe_request(mcf, *ctx, *call, cancelled);
+    const Bill bill = bill_request(o);   // its deltas view strings it owns
+    log_bill(log, mcf, *ctx, bill);
     ctx->billed.provider = call->provider;
-    if (!in.model.empty() || !in.scopes.empty()) {
-        ctx->billed.model = in.model;
-        ctx->billed.in = in.usage.prompt_tokens;
-        ctx->billed.out = in.usage.completion_tokens;
-        ctx->billed.cost = in.cost_micros;
+    if (bill.tallied) {
+        ctx->billed.model = bill.model();
+        ctx->billed.in = bill.prompt_tokens();
+        ctx->billed.out = bill.completion_tokens();
+        ctx->billed.cost = bill.cost_micros();
     }
-    if (!call->accounted) {
-        call->accounted = true;
-        if (!cancelled) add_provider_deltas(deltas, call->provider->name, provmodel, overflow, call_failed(*call));
-    }
+    call->accounted = true;   // its provider attempt is in this bill (none when cancelled)
     ngx_log_debug5(NGX_LOG_DEBUG_HTTP, log, 0,
                    "llm_gateway: accounting: %uz counter deltas to the \"%s\" store%s, reservation %s%s",
-                   deltas.size(), store->name(), deltas.empty() ? " (nothing billed)" : "",
+                   bill.deltas.size(), store->name(), bill.deltas.empty() ? " (nothing billed)" : "",
                    ctx->admission.held.any() ? "released in the same call" : "none",
                    ctx->admission.held.lease != nullptr ? " (from the worker's lease)" : "");
     // The reservation (llm_gateway_budget_mode reserve) is released in the
     // same store operation that counts the real usage: the settle.
-    apply(store, deltas, now, std::exchange(ctx->admission.held, {}));
-    touch_last_seen(store, scopes, now);
+    apply(store, bill.deltas, now, std::exchange(ctx->admission.held, {}));
+    touch_last_seen(store, o.scopes, now);
 }
 
 void release_reservation(MainConf* mcf, RequestCtx* ctx) {

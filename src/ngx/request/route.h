@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "core/codec/codec_kind.h"
+#include "core/metering/billing.h"   // Tally
 #include "ngx/main_conf.h"
 #include "ngx/ngx_incl.h"
 
@@ -17,15 +18,6 @@ enum class BodyRule {
     Multipart,   // read whole, multipart/form-data with a model part
     Raw,         // read whole, relayed as is
     Rpc,         // read whole, a JSON-RPC message the content phase reads (/mcp)
-};
-
-// What a metered route counts after the provider answered (the user, group
-// and total request counters are written by admission, before the call).
-enum class Tally {
-    None,       // nothing more (admin routes)
-    Tokens,     // tokens and cost (estimated when the answer has none) and the model's request
-    Requests,   // the model's request only: images and audio (accounting rule 5)
-    Sniffed,    // tokens and cost when the answer carries usage in a known shape (passthrough)
 };
 
 struct RequestCtx;
@@ -42,7 +34,7 @@ struct RouteRow {
     const char* event_route;        // the spec's event route value; nullptr: none
     CodecKind codec;
     bool metered;                   // goes through limit admission
-    Tally tally;                    // counted after the answer
+    Tally tally;                    // counted after the answer (core/metering/billing.h)
     RouteHandler handler;           // content phase
 };
 
