@@ -114,10 +114,15 @@ void cutoff_keep_limits(const MainConf* mcf, RequestCtx* ctx, const AdmissionPla
     ctx->cutoff.checks = plan.checks.size();
 }
 
-void cutoff_admitted(RequestCtx* ctx) {
+void cutoff_admitted(ngx_log_t* log, RequestCtx* ctx) {
     if (ctx->cutoff.limits.empty()) return;
     ctx->cutoff.remaining = remaining_budget(ctx->cutoff.limits, ctx->admission.result.used, ctx->cutoff.checks);
     ctx->cutoff.active = ctx->cutoff.remaining.any();
+    const RemainingBudget& b = ctx->cutoff.remaining;
+    ngx_log_debug4(NGX_LOG_DEBUG_HTTP, log, 0, "llm_gateway: stream cutoff %s: %L tokens, %L micro-USD left%s",
+                   ctx->cutoff.active ? "armed" : "not armed", static_cast<long long>(b.has_tokens ? b.tokens : -1),
+                   static_cast<long long>(b.has_cost ? b.cost_micros : -1),
+                   b.has_tokens && b.has_cost ? "" : " (-1: no such budget)");
 }
 
 }  // namespace
@@ -222,7 +227,7 @@ ngx_int_t finish_admission(ngx_http_request_t* r, RequestCtx* ctx) {
                       "limit_store_unavailable");
     }
     if (!ctx->admission.result.admitted) return answer_rejection(r, ctx, ctx->admission.result);
-    cutoff_admitted(ctx);
+    cutoff_admitted(r->connection->log, ctx);
     ctx->phase = RequestCtx::Phase::Admitted;
     return NGX_DECLINED;
 }

@@ -117,6 +117,12 @@ void settle(BackendOp& op, BackendOp::Outcome outcome) {
     if (op.timer.timer_set) ngx_del_timer(&op.timer);
     Federation& f = *op.fed;
     f.counted.push_back(op.target);
+    ngx_log_debug4(NGX_LOG_DEBUG_HTTP, f.r->connection->log, 0, "llm_gateway: MCP server \"%s\" %s: %s (%uz still out)",
+                   log_value(op.target->name).c_str(), log_value(op.method).c_str(),
+                   outcome == BackendOp::Outcome::Result     ? "result"
+                   : outcome == BackendOp::Outcome::RpcError ? "JSON-RPC error"
+                                                             : "failed",
+                   f.unsettled > 0 ? f.unsettled - 1 : 0);
     if (outcome == BackendOp::Outcome::Failed) {
         std::vector<std::string>().swap(op.pages);   // a failed server contributes nothing
         ngx_log_error(NGX_LOG_WARN, f.r->connection->log, 0, "llm_gateway: MCP server \"%s\" failed in %s: %s",
@@ -281,6 +287,8 @@ void start_op(Federation& f, std::size_t backend, std::string method, std::strin
     op.timer.data = &op;
     op.timer.log = f.r->connection->log;
     ++f.unsettled;
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, f.r->connection->log, 0, "llm_gateway: MCP server \"%s\" asked %s (%uz out)",
+                   log_value(op.target->name).c_str(), log_value(op.method).c_str(), f.unsettled);
     if (!send_main(op)) fail(op, "upstream", 502, "upstream connection error", "the call could not be started");
 }
 
