@@ -100,4 +100,18 @@ subtest 'a successful probe closes it' => sub {
     is(scalar @{ $mock->requests }, 5, 'all called');
 };
 
+subtest 'a reload keeps the zone and starts its breakers closed' => sub {
+    $mock->reset;
+    fail_next(3);
+    chat('m1') for 1 .. 3;
+    is(health()->{state}, 'open', 'open before the reload');
+    ok($ng->reload, 'reload');
+    my $h = health();
+    is($h->{state}, 'closed', 'closed after the reload');
+    is($h->{consecutiveFailures}, 0, 'count reset');
+    $mock->reset;
+    is(chat('m1')->{status}, 200, 'the provider is called again');
+    is(scalar @{ $mock->requests }, 1, 'one call');
+};
+
 done_testing();

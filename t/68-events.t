@@ -186,6 +186,12 @@ subtest 'the ring holds 200 across both workers, oldest overwritten' => sub {
     is(scalar @{ events()->{events} }, 50, 'default limit 50');
 };
 
+subtest 'a reload keeps the ring (the zone is reused)' => sub {
+    my $before = events(limit => 200)->{events};
+    ok($ng->reload, 'reload');
+    is_deeply(events(limit => 200)->{events}, $before, 'the same 200 events after the reload');
+};
+
 $ng->stop;
 
 subtest 'unpriced billed as zero (llm_gateway_allow_unpriced on): a warning event' => sub {

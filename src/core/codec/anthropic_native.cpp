@@ -7,15 +7,15 @@
 #include "core/codec/anthropic_wire.h"
 #include "core/codec/chat_ir.h"
 #include "core/codec/codec_impl.h"
+#include "core/codec/ir_codec.h"
 #include "core/json/envelope.h"
 
 namespace llmgw {
 namespace {
 
-class AnthropicNativeCodec final : public Codec {
+class AnthropicNativeCodec final : public IrCodec {
 public:
-    explicit AnthropicNativeCodec(const CodecOptions& o)
-        : Codec(o), reader_(make_anthropic_reader()), sse_(o.max_event_bytes) {}
+    explicit AnthropicNativeCodec(const CodecOptions& o) : IrCodec(o, make_anthropic_reader()) {}
 
     CodecKind kind() const override { return CodecKind::AnthropicMessages; }
 
@@ -28,12 +28,7 @@ public:
         out.path = "/v1/messages";
         out.headers.emplace_back("Content-Type", "application/json");
         add_provider_auth(ProviderType::Anthropic, in.provider_key, out);
-        out.body = in.doc->rewrite(in.upstream_model, false);
-        if (out.body.empty()) {
-            err = "the upstream request could not be built";
-            return false;
-        }
-        return true;
+        return rewrite_caller_body(in, false, out, err);
     }
 
 protected:
@@ -52,16 +47,8 @@ protected:
         }
         for (const SseEvent& ev : events_) {
             if (ev.data.empty()) continue;
-            ir_.clear();
             std::string err;
-            ReadStep step = reader_->read_event(ev, ir_, err);
-            for (const StreamEventIR& e : ir_) {
-                if (e.kind == StreamEventIR::Kind::Usage) {
-                    usage_ = e.usage;
-                    res_.usage = usage_.accounting();   // running: what the provider reported so far
-                }
-                if (is_completion_text(e.kind)) res_.text_bytes += static_cast<std::int64_t>(e.text.size());
-            }
+            const ReadStep step = read_ir_event(ev, err, [](const StreamEventIR&) {});
             if (step == ReadStep::Failed) failed_ = true;
             if (step == ReadStep::Invalid) {
                 broken_ = true;
@@ -84,14 +71,7 @@ protected:
 
     void on_whole(std::string& body, std::string& out) override {
         ChatResponseIR r;
-        std::string err;
-        if (!reader_->read_whole(body, r, err)) {
-            invalid(body.empty() ? "empty response body" : err, out);
-            return;
-        }
-        res_.usage = r.usage.accounting();
-        res_.end = EndState::Complete;
-        out.swap(body);
+        if (read_whole_answer(body, r, out)) out.swap(body);
     }
 
     std::string error_envelope(std::string_view message, std::string_view, std::string_view) const override {
@@ -119,13 +99,6 @@ private:
         Usage dummy;
         return body.find("\"type\"") != std::string_view::npos && inspect_stream_chunk(body, dummy) == ChunkKind::Error;
     }
-
-    std::unique_ptr<ResponseReader> reader_;
-    SseParser sse_;
-    std::vector<SseEvent> events_;
-    std::vector<StreamEventIR> ir_;
-    UsageIR usage_;
-    bool broken_ = false, failed_ = false;
 };
 
 }  // namespace

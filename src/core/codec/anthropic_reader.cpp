@@ -8,8 +8,8 @@
 #include <vector>
 
 #include <rapidjson/document.h>
-#include <rapidjson/error/en.h>
 
+#include "core/json/read.h"
 #include "core/json/scratch.h"
 
 #include "core/codec/anthropic_wire.h"
@@ -23,14 +23,9 @@ namespace rj = rapidjson;
 constexpr int kMaxDepth = 256;
 constexpr std::size_t kMaxBlocks = 4096;
 
-std::string_view sv(const rj::Value& v) { return std::string_view(v.GetString(), v.GetStringLength()); }
-
-const rj::Value* get(const rj::Value& o, const char* name) {
-    if (!o.IsObject()) return nullptr;
-    auto it = o.FindMember(name);
-    if (it == o.MemberEnd() || it->value.IsNull()) return nullptr;
-    return &it->value;
-}
+using json::count;
+using json::get;
+using json::sv;
 
 const rj::Value* get_str(const rj::Value& o, const char* name) {
     const rj::Value* v = get(o, name);
@@ -39,25 +34,12 @@ const rj::Value* get_str(const rj::Value& o, const char* name) {
 
 // Parses into this thread's scratch document (valid until the next parse).
 const rj::Document* parse(std::string_view s, std::string& err) {
-    const rj::Document& d = json_scratch().parse(s);
-    if (d.HasParseError()) {
-        err = std::string("not JSON: ") + rj::GetParseError_En(d.GetParseError());
-        return nullptr;
-    }
-    if (!d.IsObject()) {
-        err = "not a JSON object";
-        return nullptr;
-    }
-    if (!json_depth_at_most(d, kMaxDepth)) {
+    const rj::Document* d = parse_scratch_object(s, err);
+    if (d != nullptr && !json_depth_at_most(*d, kMaxDepth)) {
         err = "JSON nested too deeply";
         return nullptr;
     }
-    return &d;
-}
-
-std::int64_t count(const rj::Value* v) {
-    if (v == nullptr || !v->IsInt64() || v->GetInt64() < 0) return -1;
-    return v->GetInt64();
+    return d;
 }
 
 std::int64_t sat_add(std::int64_t a, std::int64_t b) { return a > INT64_MAX - b ? INT64_MAX : a + b; }
@@ -329,12 +311,6 @@ private:
 
 }  // namespace
 
-std::unique_ptr<ResponseReader> make_anthropic_reader() {
-    try {
-        return std::make_unique<AnthropicReader>();
-    } catch (const std::exception&) {
-        return nullptr;
-    }
-}
+std::unique_ptr<ResponseReader> make_anthropic_reader() { return make_or_null<AnthropicReader>(); }
 
 }  // namespace llmgw

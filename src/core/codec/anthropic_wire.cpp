@@ -8,6 +8,7 @@
 
 #include "core/codec/json_copy.h"
 #include "core/json/envelope.h"
+#include "core/json/read.h"
 #include "core/json/writer.h"
 
 namespace llmgw {
@@ -17,14 +18,8 @@ namespace rj = rapidjson;
 
 constexpr int kMaxDepth = 256;
 
-std::string_view sv(const rj::Value& v) { return std::string_view(v.GetString(), v.GetStringLength()); }
-
-const rj::Value* get(const rj::Value& o, const char* name) {
-    if (!o.IsObject()) return nullptr;
-    auto it = o.FindMember(name);
-    if (it == o.MemberEnd() || it->value.IsNull()) return nullptr;
-    return &it->value;
-}
+using json::get;
+using json::sv;
 
 bool is(const rj::Value* v, std::string_view s) { return v != nullptr && v->IsString() && sv(*v) == s; }
 

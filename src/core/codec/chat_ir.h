@@ -8,8 +8,10 @@
 #include <exception>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <rapidjson/document.h>
@@ -174,6 +176,17 @@ public:
     // A whole error body in the client's envelope (JSON).
     virtual std::string error_body(std::string_view message, std::string_view type, std::string_view code) const = 0;
 };
+
+// A new T(args...) for the reader and writer factories, which never throw:
+// nullptr when memory runs out.
+template <class T, class... Args>
+std::unique_ptr<T> make_or_null(Args&&... args) noexcept {
+    try {
+        return std::make_unique<T>(std::forward<Args>(args)...);
+    } catch (const std::exception&) {
+        return nullptr;
+    }
+}
 
 // The parsed JSON of a caller's request body (RequestDoc keeps it).
 const rapidjson::Value& request_json(const RequestDoc& doc);

@@ -145,6 +145,15 @@ void caller_request_as_sent(const CallerRequest& in, std::string_view query, Ups
     out.caller_body = true;
 }
 
+bool rewrite_caller_body(const CallerRequest& in, bool force_stream_usage, UpstreamRequest& out, std::string& err) {
+    out.body = in.doc->rewrite(in.upstream_model, force_stream_usage);
+    if (out.body.empty()) {
+        err = "the upstream request could not be built";
+        return false;
+    }
+    return true;
+}
+
 bool is_json_document(std::string_view s) {
     NullScan h;
     return parse_with(s, h);
@@ -247,6 +256,11 @@ void Codec::stream_not_complete(BodyEnd how, std::string& out) {
     }
     res_.end = EndState::Cut;
     out += error_event(kCutMessage, "upstream_error", "stream_interrupted");
+}
+
+void Codec::relayed_end(BodyEnd how) {
+    res_.end = how == BodyEnd::Clean ? EndState::Complete : how == BodyEnd::Cut ? EndState::Cut : EndState::Invalid;
+    if (res_.end == EndState::Invalid) res_.text = "invalid framing of the response body";
 }
 
 void Codec::invalid(std::string_view why, std::string& out) {

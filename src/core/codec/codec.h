@@ -197,6 +197,9 @@ protected:
     // A stream that did not complete: invalid framing (a 502 or error event),
     // or cut (the closing error event).
     void stream_not_complete(BodyEnd how, std::string& out);
+    // The end of bytes relayed as they came (passthrough, tool servers,
+    // agents, audio): complete, cut, or invalid framing; nothing closes them.
+    void relayed_end(BodyEnd how);
 
     CodecOptions opt_;
     CodecResult res_;

@@ -32,6 +32,10 @@ std::string strip_key_param(std::string_view query);
 // query given, Content-Type, and the caller's body unchanged.
 void caller_request_as_sent(const CallerRequest& in, std::string_view query, UpstreamRequest& out);
 
+// out.body: the caller's parsed body (in.doc) rewritten for the upstream
+// model (RequestDoc::rewrite); false, with err, when it could not be.
+bool rewrite_caller_body(const CallerRequest& in, bool force_stream_usage, UpstreamRequest& out, std::string& err);
+
 // The headers that carry a provider's key, in its type's own form
 // (Authorization: Bearer, x-api-key + anthropic-version, x-goog-api-key).
 void add_provider_auth(ProviderType type, std::string_view key, UpstreamRequest& out);

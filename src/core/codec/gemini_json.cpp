@@ -22,13 +22,6 @@ bool parse_json(std::string_view s, rj::Document& doc) {
     return json_text_depth_at_most(s, kMaxDepth) && parse_full_precision(doc, s);
 }
 
-std::int64_t count_of(const rj::Value& v) {
-    if (v.IsInt64() && v.GetInt64() >= 0) return v.GetInt64();
-    return -1;
-}
-
-std::string_view sv(const rj::Value& s) { return std::string_view(s.GetString(), s.GetStringLength()); }
-
 void JsonOut::string(std::string_view s, bool is_key) {
     std::string fixed;
     if (!is_valid_utf8(s)) {
@@ -118,13 +111,6 @@ bool translation_failed(std::string& out, std::string& err, const char* why) noe
     } catch (...) {
     }
     return false;
-}
-
-const rapidjson::Value* get(const rapidjson::Value& obj, const char* name) {
-    if (!obj.IsObject()) return nullptr;
-    auto m = obj.FindMember(name);
-    if (m == obj.MemberEnd() || m->value.IsNull()) return nullptr;
-    return &m->value;
 }
 
 }  // namespace gemini

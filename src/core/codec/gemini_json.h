@@ -10,6 +10,8 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include "core/json/read.h"
+
 namespace llmgw {
 namespace gemini {
 
@@ -23,13 +25,10 @@ bool parse_json(std::string_view s, rapidjson::Document& doc);
 // until the next scratch parse; nullptr when s is not JSON or too deep.
 const rapidjson::Document* parse_json_scratch(std::string_view s);
 
-// A non-negative integer that fits int64, else -1.
-std::int64_t count_of(const rapidjson::Value& v);
-
-std::string_view sv(const rapidjson::Value& s);   // s must be a string
-// The member's value; nullptr when obj is not an object, or the member is
-// absent or null (OpenAI reads null as absent).
-const rapidjson::Value* get(const rapidjson::Value& obj, const char* name);
+// core/json/read.h's accessors: a string's bytes, a member (null reads as
+// absent, as OpenAI reads it).
+using json::get;
+using json::sv;
 
 // Compact JSON output. Strings are written as valid UTF-8 (invalid bytes
 // become U+FFFD).

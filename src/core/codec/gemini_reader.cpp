@@ -38,7 +38,7 @@ UsageIR read_usage(const rj::Value& doc) {
     auto count = [&](const char* name) -> std::int64_t {
         auto c = um.FindMember(name);
         if (c == um.MemberEnd() || c->value.IsNull()) return -1;
-        const std::int64_t n = gemini::count_of(c->value);
+        const std::int64_t n = json::count(&c->value);
         u.present = true;
         if (n < 0) u.malformed = true;
         return n;
@@ -256,12 +256,6 @@ private:
 
 }  // namespace
 
-std::unique_ptr<ResponseReader> make_gemini_reader() {
-    try {
-        return std::make_unique<GeminiReader>();
-    } catch (const std::exception&) {
-        return nullptr;
-    }
-}
+std::unique_ptr<ResponseReader> make_gemini_reader() { return make_or_null<GeminiReader>(); }
 
 }  // namespace llmgw

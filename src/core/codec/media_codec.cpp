@@ -41,12 +41,7 @@ public:
         }
         out.path = kind_ == CodecKind::OpenAIImages ? "/images/generations" : "/audio/speech";
         out.headers.emplace_back("Content-Type", "application/json");
-        out.body = in.doc->rewrite(in.upstream_model, false);
-        if (out.body.empty()) {
-            err = "the upstream request could not be built";
-            return false;
-        }
-        return true;
+        return rewrite_caller_body(in, false, out, err);
     }
 
     bool event_stream() const override { return sse_; }
@@ -69,8 +64,7 @@ protected:
         } else if (sse_) {
             stream_not_complete(how, out);   // the closing error event
         } else {
-            res_.end = how == BodyEnd::Cut ? EndState::Cut : EndState::Invalid;
-            if (res_.end == EndState::Invalid) res_.text = "invalid framing of the response body";
+            relayed_end(how);
         }
     }
 

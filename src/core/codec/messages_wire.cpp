@@ -9,6 +9,7 @@
 #include "core/codec/json_copy.h"
 #include "core/codec/openai.h"
 #include "core/json/envelope.h"
+#include "core/json/read.h"
 #include "core/json/writer.h"
 
 namespace llmgw {
@@ -19,14 +20,8 @@ using rapidjson::Value;
 
 constexpr int kMaxDepth = 256;
 
-std::string_view sv(const Value& v) { return std::string_view(v.GetString(), v.GetStringLength()); }
-
-// The member, or nullptr when it is absent or null (null reads as absent).
-const Value* opt(const Value& o, const char* name) {
-    auto m = o.FindMember(name);
-    if (m == o.MemberEnd() || m->value.IsNull()) return nullptr;
-    return &m->value;
-}
+using json::get;   // null reads as absent
+using json::sv;
 
 // A caller-supplied name fit for an error sentence: quoted, at most 64
 // bytes (cut at a character boundary), valid UTF-8, no control characters,
@@ -47,6 +42,13 @@ std::string quoted(std::string_view name) {
 
 std::string at(std::string_view base, std::size_t i) { return std::string(base) + "[" + std::to_string(i) + "]"; }
 
+// The block's type: nullptr when the block is not an object with a string type.
+const Value* block_type(const Value& b) {
+    if (!b.IsObject()) return nullptr;
+    const Value* t = get(b, "type");
+    return t && t->IsString() ? t : nullptr;
+}
+
 class Translator {
 public:
     Translator(const Value& req, std::string& err) : req_(req), err_(err) {}
@@ -57,6 +59,19 @@ private:
     bool fail(std::string s) {
         err_ = std::move(s);
         return false;
+    }
+    // A content block's type, or nullptr (failed) when the block is not an
+    // object with a string type; a text block's text, or nullptr (failed).
+    const Value* typed_block(const Value& b, const std::string& path) {
+        const Value* t = block_type(b);
+        if (!t) fail(path + " must be an object with a string type");
+        return t;
+    }
+    const Value* block_text(const Value& b, const std::string& path) {
+        const Value* s = get(b, "text");
+        if (s && s->IsString()) return s;
+        fail(path + ".text must be a string");
+        return nullptr;
     }
 
     bool check_top();
@@ -89,58 +104,58 @@ private:
 bool Translator::check_top() {
     if (!req_.IsObject()) return fail("request body must be a JSON object");
     for (const char* refused : {"top_k", "container", "mcp_servers"})
-        if (opt(req_, refused)) return fail(std::string(refused) + " is not supported for this model");
-    if (const Value* t = opt(req_, "thinking")) {
+        if (get(req_, refused)) return fail(std::string(refused) + " is not supported for this model");
+    if (const Value* t = get(req_, "thinking")) {
         if (!t->IsObject()) return fail("thinking must be an object");
-        const Value* type = opt(*t, "type");
+        const Value* type = get(*t, "type");
         if (!type || !type->IsString() || sv(*type) != "disabled")
             return fail("thinking is not supported for this model; only {\"type\":\"disabled\"} is accepted");
     }
 
-    max_tokens_ = opt(req_, "max_tokens");
+    max_tokens_ = get(req_, "max_tokens");
     if (!max_tokens_) return fail("max_tokens is required");
     if (!max_tokens_->IsInt64() || max_tokens_->GetInt64() <= 0)
         return fail("max_tokens must be a positive integer");
 
-    system_ = opt(req_, "system");
+    system_ = get(req_, "system");
     if (system_ && !system_->IsString() && !system_->IsArray())
         return fail("system must be a string or an array of text blocks");
 
-    messages_ = opt(req_, "messages");
+    messages_ = get(req_, "messages");
     if (!messages_) return fail("messages is required");
     if (!messages_->IsArray()) return fail("messages must be an array");
     if (messages_->Empty()) return fail("messages must not be empty");
 
-    if ((stop_ = opt(req_, "stop_sequences"))) {
+    if ((stop_ = get(req_, "stop_sequences"))) {
         if (!stop_->IsArray()) return fail("stop_sequences must be an array of strings");
         for (const auto& s : stop_->GetArray())
             if (!s.IsString()) return fail("stop_sequences must be an array of strings");
     }
-    if ((temperature_ = opt(req_, "temperature")) && !temperature_->IsNumber())
+    if ((temperature_ = get(req_, "temperature")) && !temperature_->IsNumber())
         return fail("temperature must be a number");
-    if ((top_p_ = opt(req_, "top_p")) && !top_p_->IsNumber()) return fail("top_p must be a number");
-    if (const Value* md = opt(req_, "metadata")) {
+    if ((top_p_ = get(req_, "top_p")) && !top_p_->IsNumber()) return fail("top_p must be a number");
+    if (const Value* md = get(req_, "metadata")) {
         if (!md->IsObject()) return fail("metadata must be an object");
-        if ((user_ = opt(*md, "user_id")) && !user_->IsString()) return fail("metadata.user_id must be a string");
+        if ((user_ = get(*md, "user_id")) && !user_->IsString()) return fail("metadata.user_id must be a string");
     }
-    if (const Value* s = opt(req_, "stream")) {
+    if (const Value* s = get(req_, "stream")) {
         if (!s->IsBool()) return fail("stream must be a boolean");
         stream_ = s->GetBool();
     }
 
-    if ((tools_ = opt(req_, "tools")) && !tools_->IsArray()) return fail("tools must be an array");
+    if ((tools_ = get(req_, "tools")) && !tools_->IsArray()) return fail("tools must be an array");
     has_tools_ = tools_ && !tools_->Empty();
-    if ((tool_choice_ = opt(req_, "tool_choice"))) {
+    if ((tool_choice_ = get(req_, "tool_choice"))) {
         if (!tool_choice_->IsObject()) return fail("tool_choice must be an object");
-        const Value* type = opt(*tool_choice_, "type");
+        const Value* type = get(*tool_choice_, "type");
         const std::string_view t = type && type->IsString() ? sv(*type) : std::string_view();
         if (t != "auto" && t != "any" && t != "tool" && t != "none")
             return fail("tool_choice.type must be \"auto\", \"any\", \"tool\" or \"none\"");
         if (t == "tool") {
-            const Value* name = opt(*tool_choice_, "name");
+            const Value* name = get(*tool_choice_, "name");
             if (!name || !name->IsString()) return fail("tool_choice.name must be a string");
         }
-        const Value* dp = opt(*tool_choice_, "disable_parallel_tool_use");
+        const Value* dp = get(*tool_choice_, "disable_parallel_tool_use");
         if (dp && !dp->IsBool()) return fail("tool_choice.disable_parallel_tool_use must be a boolean");
     }
     return true;
@@ -154,8 +169,8 @@ bool Translator::write_system() {
     } else {
         std::size_t i = 0;
         for (const auto& b : system_->GetArray()) {
-            const Value* type = b.IsObject() ? opt(b, "type") : nullptr;
-            const Value* t = b.IsObject() ? opt(b, "text") : nullptr;
+            const Value* type = b.IsObject() ? get(b, "type") : nullptr;
+            const Value* t = b.IsObject() ? get(b, "text") : nullptr;
             if (!type || !type->IsString() || sv(*type) != "text" || !t || !t->IsString())
                 return fail(at("system", i) + " must be a text block with a string text");
             if (i++ > 0) text += "\n\n";
@@ -172,10 +187,10 @@ bool Translator::write_messages() {
     for (const auto& m : messages_->GetArray()) {
         const std::string path = at("messages", i++);
         if (!m.IsObject()) return fail(path + " must be an object");
-        const Value* role = opt(m, "role");
+        const Value* role = get(m, "role");
         if (!role || !role->IsString() || (sv(*role) != "user" && sv(*role) != "assistant"))
             return fail(path + ".role must be \"user\" or \"assistant\"");
-        const Value* content = opt(m, "content");
+        const Value* content = get(m, "content");
         if (!content || (!content->IsString() && !content->IsArray()))
             return fail(path + ".content must be a string or an array of content blocks");
         const bool ok = sv(*role) == "user" ? write_user(*content, path) : write_assistant(*content, path);
@@ -184,34 +199,27 @@ bool Translator::write_messages() {
     return true;
 }
 
-// The block's type, or fails.
-const Value* block_type(const Value& b) {
-    if (!b.IsObject()) return nullptr;
-    const Value* t = opt(b, "type");
-    return t && t->IsString() ? t : nullptr;
-}
-
 bool Translator::tool_result(const Value& b, const std::string& path) {
-    const Value* id = opt(b, "tool_use_id");
+    const Value* id = get(b, "tool_use_id");
     if (!id || !id->IsString()) return fail(path + ".tool_use_id must be a string");
-    const Value* is_error = opt(b, "is_error");
+    const Value* is_error = get(b, "is_error");
     if (is_error && !is_error->IsBool()) return fail(path + ".is_error must be a boolean");
     std::string text;
     if (is_error && is_error->GetBool()) text = "Error: ";
-    if (const Value* c = opt(b, "content")) {
+    if (const Value* c = get(b, "content")) {
         if (c->IsString()) {
             text.append(sv(*c));
         } else if (c->IsArray()) {
             std::size_t k = 0;
             for (const auto& inner : c->GetArray()) {
                 const std::string ipath = at(path + ".content", k);
-                const Value* t = block_type(inner);
-                if (!t) return fail(ipath + " must be an object with a string type");
+                const Value* t = typed_block(inner, ipath);
+                if (!t) return false;
                 if (sv(*t) == "image") return fail(ipath + ": images in tool_result are not supported for this model");
                 if (sv(*t) != "text")
                     return fail(ipath + ": content block type " + quoted(sv(*t)) + " is not supported in tool_result");
-                const Value* s = opt(inner, "text");
-                if (!s || !s->IsString()) return fail(ipath + ".text must be a string");
+                const Value* s = block_text(inner, ipath);
+                if (!s) return false;
                 if (k++ > 0) text += "\n\n";
                 text.append(sv(*s));
             }
@@ -227,18 +235,18 @@ bool Translator::tool_result(const Value& b, const std::string& path) {
 bool Translator::user_part(const Value& b, const std::string& path) {
     const std::string_view type = sv(*block_type(b));
     if (type == "text") {
-        w_.begin_object().field("type", "text").field("text", sv(*opt(b, "text"))).end_object();
+        w_.begin_object().field("type", "text").field("text", sv(*get(b, "text"))).end_object();
         return true;
     }
-    const Value& src = *opt(b, "source");
-    const std::string_view st = sv(*opt(src, "type"));
+    const Value& src = *get(b, "source");
+    const std::string_view st = sv(*get(src, "type"));
     std::string url;
     if (st == "base64") {
-        const std::string_view mt = sv(*opt(src, "media_type")), data = sv(*opt(src, "data"));
+        const std::string_view mt = sv(*get(src, "media_type")), data = sv(*get(src, "data"));
         url.reserve(5 + mt.size() + 8 + data.size());
         url.append("data:").append(mt).append(";base64,").append(data);
     } else {
-        url.assign(sv(*opt(src, "url")));
+        url.assign(sv(*get(src, "url")));
     }
     w_.begin_object().field("type", "image_url").key("image_url").begin_object().field("url", url).end_object();
     w_.end_object();
@@ -257,26 +265,26 @@ bool Translator::write_user(const Value& content, const std::string& path) {
     const Value* only_text = nullptr;
     for (const auto& b : content.GetArray()) {
         const std::string bpath = at(path + ".content", j++);
-        const Value* t = block_type(b);
-        if (!t) return fail(bpath + " must be an object with a string type");
+        const Value* t = typed_block(b, bpath);
+        if (!t) return false;
         const std::string_view type = sv(*t);
         if (type == "text") {
-            const Value* s = opt(b, "text");
-            if (!s || !s->IsString()) return fail(bpath + ".text must be a string");
+            const Value* s = block_text(b, bpath);
+            if (!s) return false;
             ++parts, ++texts;
             only_text = s;
         } else if (type == "image") {
-            const Value* src = opt(b, "source");
+            const Value* src = get(b, "source");
             if (!src || !src->IsObject()) return fail(bpath + ".source must be an object");
-            const Value* st = opt(*src, "type");
+            const Value* st = get(*src, "type");
             const std::string_view stv = st && st->IsString() ? sv(*st) : std::string_view();
             if (stv == "base64") {
-                const Value* mt = opt(*src, "media_type");
+                const Value* mt = get(*src, "media_type");
                 if (!mt || !mt->IsString()) return fail(bpath + ".source.media_type must be a string");
-                const Value* d = opt(*src, "data");
+                const Value* d = get(*src, "data");
                 if (!d || !d->IsString()) return fail(bpath + ".source.data must be a string");
             } else if (stv == "url") {
-                const Value* u = opt(*src, "url");
+                const Value* u = get(*src, "url");
                 if (!u || !u->IsString()) return fail(bpath + ".source.url must be a string");
             } else {
                 return fail(bpath + ".source.type must be \"base64\" or \"url\"");
@@ -322,20 +330,20 @@ bool Translator::write_assistant(const Value& content, const std::string& path) 
     std::size_t texts = 0, calls = 0, j = 0;
     for (const auto& b : content.GetArray()) {
         const std::string bpath = at(path + ".content", j++);
-        const Value* t = block_type(b);
-        if (!t) return fail(bpath + " must be an object with a string type");
+        const Value* t = typed_block(b, bpath);
+        if (!t) return false;
         const std::string_view type = sv(*t);
         if (type == "text") {
-            const Value* s = opt(b, "text");
-            if (!s || !s->IsString()) return fail(bpath + ".text must be a string");
+            const Value* s = block_text(b, bpath);
+            if (!s) return false;
             if (texts++ > 0) text += "\n\n";
             text.append(sv(*s));
         } else if (type == "tool_use") {
-            const Value* id = opt(b, "id");
+            const Value* id = get(b, "id");
             if (!id || !id->IsString()) return fail(bpath + ".id must be a string");
-            const Value* name = opt(b, "name");
+            const Value* name = get(b, "name");
             if (!name || !name->IsString()) return fail(bpath + ".name must be a string");
-            const Value* input = opt(b, "input");
+            const Value* input = get(b, "input");
             if (input && !input->IsObject()) return fail(bpath + ".input must be an object");
             if (input && !json_depth_at_most(*input, kMaxDepth)) return fail(bpath + ".input is nested too deeply");
             ++calls;
@@ -356,9 +364,9 @@ bool Translator::write_assistant(const Value& content, const std::string& path) 
         w_.key("tool_calls").begin_array();
         for (const auto& b : content.GetArray()) {
             if (sv(*block_type(b)) != "tool_use") continue;
-            const Value* input = opt(b, "input");
-            w_.begin_object().field("id", sv(*opt(b, "id"))).field("type", "function");
-            w_.key("function").begin_object().field("name", sv(*opt(b, "name")));
+            const Value* input = get(b, "input");
+            w_.begin_object().field("id", sv(*get(b, "id"))).field("type", "function");
+            w_.key("function").begin_object().field("name", sv(*get(b, "name")));
             w_.field("arguments", input ? json_compact(*input) : std::string("{}"));
             w_.end_object().end_object();
         }
@@ -374,16 +382,16 @@ bool Translator::write_tools() {
     for (const auto& t : tools_->GetArray()) {
         const std::string path = at("tools", i++);
         if (!t.IsObject()) return fail(path + " must be an object");
-        if (const Value* type = opt(t, "type")) {
+        if (const Value* type = get(t, "type")) {
             if (!type->IsString()) return fail(path + ".type must be a string");
             if (sv(*type) != "custom")
                 return fail(path + ": tool type " + quoted(sv(*type)) + " is not supported for this model");
         }
-        const Value* name = opt(t, "name");
+        const Value* name = get(t, "name");
         if (!name || !name->IsString()) return fail(path + ".name must be a string");
-        const Value* desc = opt(t, "description");
+        const Value* desc = get(t, "description");
         if (desc && !desc->IsString()) return fail(path + ".description must be a string");
-        const Value* schema = opt(t, "input_schema");
+        const Value* schema = get(t, "input_schema");
         if (!schema || !schema->IsObject()) return fail(path + ".input_schema must be an object");
         if (!json_depth_at_most(*schema, kMaxDepth)) return fail(path + ".input_schema is nested too deeply");
         w_.begin_object().field("type", "function").key("function").begin_object().field("name", sv(*name));
@@ -398,15 +406,15 @@ bool Translator::write_tools() {
 
 void Translator::write_tool_choice() {
     if (!tool_choice_) return;
-    const std::string_view t = sv(*opt(*tool_choice_, "type"));
+    const std::string_view t = sv(*get(*tool_choice_, "type"));
     w_.key("tool_choice");
     if (t == "auto") w_.str("auto");
     else if (t == "any") w_.str("required");
     else if (t == "none") w_.str("none");
     else
         w_.begin_object().field("type", "function").key("function").begin_object()
-            .field("name", sv(*opt(*tool_choice_, "name"))).end_object().end_object();
-    const Value* dp = opt(*tool_choice_, "disable_parallel_tool_use");
+            .field("name", sv(*get(*tool_choice_, "name"))).end_object().end_object();
+    const Value* dp = get(*tool_choice_, "disable_parallel_tool_use");
     if (dp && dp->GetBool()) w_.field("parallel_tool_calls", false);
 }
 

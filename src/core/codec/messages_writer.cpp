@@ -267,11 +267,7 @@ private:
 }  // namespace
 
 std::unique_ptr<ResponseWriter> make_anthropic_writer(const WriterOptions& opt) {
-    try {
-        return std::make_unique<AnthropicWriter>(opt);
-    } catch (const std::exception&) {
-        return nullptr;
-    }
+    return make_or_null<AnthropicWriter>(opt);
 }
 
 }  // namespace llmgw

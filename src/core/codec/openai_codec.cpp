@@ -28,12 +28,7 @@ public:
             out.credential_header = "Authorization";
             out.headers.emplace_back("Authorization", "Bearer " + std::string(in.provider_key));
         }
-        out.body = in.doc->rewrite(in.upstream_model, chat_ && in.doc->info().stream);
-        if (out.body.empty()) {
-            err = "the upstream request could not be built";
-            return false;
-        }
-        return true;
+        return rewrite_caller_body(in, chat_ && in.doc->info().stream, out, err);
     }
 
 protected:

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include <rapidjson/document.h>
-#include <rapidjson/error/en.h>
 
+#include "core/json/read.h"
 #include "core/json/scratch.h"
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
@@ -23,14 +23,9 @@ namespace rj = rapidjson;
 constexpr std::size_t kMaxDepth = 256;
 constexpr std::int64_t kMaxToolIndex = 128;
 
-std::string_view sv(const rj::Value& v) { return std::string_view(v.GetString(), v.GetStringLength()); }
-
-const rj::Value* get(const rj::Value& o, const char* name) {
-    if (!o.IsObject()) return nullptr;
-    auto it = o.FindMember(name);
-    if (it == o.MemberEnd() || it->value.IsNull()) return nullptr;
-    return &it->value;
-}
+using json::count;
+using json::get;
+using json::sv;
 
 // Nesting depth of a parsed value, bounded (iterative).
 bool depth_ok(const rj::Value& root) {
@@ -54,26 +49,12 @@ bool depth_ok(const rj::Value& root) {
 
 // Parses into this thread's scratch document (valid until the next parse).
 const rj::Document* parse(std::string_view s, std::string& err) {
-    const rj::Document& d = json_scratch().parse(s);
-    if (d.HasParseError()) {
-        err = std::string("not JSON: ") + rj::GetParseError_En(d.GetParseError());
-        return nullptr;
-    }
-    if (!d.IsObject()) {
-        err = "not a JSON object";
-        return nullptr;
-    }
-    if (!depth_ok(d)) {
+    const rj::Document* d = parse_scratch_object(s, err);
+    if (d != nullptr && !depth_ok(*d)) {
         err = "JSON nested too deeply";
         return nullptr;
     }
-    return &d;
-}
-
-// A count: a non-negative integer that fits int64; -1 when absent or not one.
-std::int64_t count(const rj::Value* v) {
-    if (v == nullptr || !v->IsInt64() || v->GetInt64() < 0) return -1;
-    return v->GetInt64();
+    return d;
 }
 
 // A token count member: its count, or -1 when it is absent (or null); one
@@ -351,12 +332,6 @@ private:
 
 }  // namespace
 
-std::unique_ptr<ResponseReader> make_openai_reader() {
-    try {
-        return std::make_unique<OpenAIReader>();
-    } catch (const std::exception&) {
-        return nullptr;
-    }
-}
+std::unique_ptr<ResponseReader> make_openai_reader() { return make_or_null<OpenAIReader>(); }
 
 }  // namespace llmgw

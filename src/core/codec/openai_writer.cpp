@@ -197,11 +197,7 @@ std::string_view openai_finish_reason(FinishReason f) {
 }
 
 std::unique_ptr<ResponseWriter> make_openai_writer(const WriterOptions& opt) {
-    try {
-        return std::make_unique<OpenAIWriter>(opt);
-    } catch (const std::exception&) {
-        return nullptr;
-    }
+    return make_or_null<OpenAIWriter>(opt);
 }
 
 }  // namespace llmgw

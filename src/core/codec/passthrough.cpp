@@ -75,8 +75,7 @@ protected:
         res_.usage.present = prompt_ >= 0 || completion_ >= 0;
         res_.usage.prompt_tokens = prompt_ >= 0 ? prompt_ : 0;
         res_.usage.completion_tokens = completion_ >= 0 ? completion_ : 0;
-        res_.end = how == BodyEnd::Clean ? EndState::Complete : how == BodyEnd::Cut ? EndState::Cut : EndState::Invalid;
-        if (res_.end == EndState::Invalid) res_.text = "invalid framing of the response body";
+        relayed_end(how);
     }
 
     void on_whole(std::string& body, std::string& out) override {   // never chosen: on_head streams

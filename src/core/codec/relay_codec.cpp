@@ -41,8 +41,7 @@ protected:
             res_.end = EndState::UpstreamError;
             return;
         }
-        res_.end = how == BodyEnd::Clean ? EndState::Complete : how == BodyEnd::Cut ? EndState::Cut : EndState::Invalid;
-        if (res_.end == EndState::Invalid) res_.text = "invalid framing of the response body";
+        relayed_end(how);
     }
 
     void on_whole(std::string& body, std::string& out) override {   // never chosen: on_head streams

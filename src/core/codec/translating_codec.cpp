@@ -12,6 +12,7 @@
 #include "core/codec/chat_ir.h"
 #include "core/codec/codec_impl.h"
 #include "core/codec/gemini_wire.h"
+#include "core/codec/ir_codec.h"
 #include "core/codec/messages_wire.h"
 #include "core/codec/openai_ir.h"
 #include "core/json/envelope.h"
@@ -30,10 +31,9 @@ std::unique_ptr<ResponseReader> reader_for(ProviderType p) {
     return make_openai_reader();
 }
 
-class TranslatingCodec final : public Codec {
+class TranslatingCodec final : public IrCodec {
 public:
-    TranslatingCodec(CodecKind api, const CodecOptions& o)
-        : Codec(o), api_(api), reader_(reader_for(o.provider)), sse_(o.max_event_bytes) {
+    TranslatingCodec(CodecKind api, const CodecOptions& o) : IrCodec(o, reader_for(o.provider)), api_(api) {
         WriterOptions w;
         w.model = o.client_model;
         w.include_usage = o.client_wants_usage;
@@ -119,17 +119,8 @@ protected:
         }
         for (const SseEvent& ev : events_) {
             if (ev.data.empty()) continue;   // comments and keep-alives
-            ir_.clear();
             std::string err;
-            ReadStep step = reader_->read_event(ev, ir_, err);
-            for (const StreamEventIR& e : ir_) {
-                if (e.kind == StreamEventIR::Kind::Usage) {
-                    usage_ = e.usage;
-                    res_.usage = usage_.accounting();   // running: what the provider reported so far
-                }
-                if (is_completion_text(e.kind)) res_.text_bytes += static_cast<std::int64_t>(e.text.size());
-                writer().event(e, out);
-            }
+            const ReadStep step = read_ir_event(ev, err, [&](const StreamEventIR& e) { writer().event(e, out); });
             if (step == ReadStep::Failed) {
                 failed_ = true;
                 return;
@@ -162,13 +153,7 @@ protected:
 
     void on_whole(std::string& body, std::string& out) override {
         ChatResponseIR r;
-        std::string err;
-        if (!reader_->read_whole(body, r, err)) {
-            invalid(body.empty() ? "empty response body" : err, out);
-            return;
-        }
-        res_.usage = r.usage.accounting();
-        res_.end = EndState::Complete;
+        if (!read_whole_answer(body, r, out)) return;
         if (!opt_.client_stream) {
             res_.content_type = "application/json";
             writer().whole(r, out);
@@ -245,13 +230,7 @@ private:
     ResponseWriter& writer() { return *writer_; }
 
     CodecKind api_;
-    std::unique_ptr<ResponseReader> reader_;
     std::unique_ptr<ResponseWriter> writer_;
-    SseParser sse_;
-    std::vector<SseEvent> events_;
-    std::vector<StreamEventIR> ir_;
-    UsageIR usage_;
-    bool broken_ = false, failed_ = false;
     std::string why_;
 };
 

@@ -6,6 +6,7 @@
 
 #include "core/http/percent.h"
 #include "core/json/envelope.h"
+#include "core/json/read.h"
 
 namespace llmgw {
 namespace {
@@ -20,13 +21,8 @@ bool usable_id(std::string_view id) {
     return true;
 }
 
-const rj::Value* get(const rj::Value& o, const char* name) {
-    if (!o.IsObject()) return nullptr;
-    auto it = o.FindMember(name);
-    return it == o.MemberEnd() || it->value.IsNull() ? nullptr : &it->value;
-}
-
-std::string_view sv(const rj::Value& v) { return std::string_view(v.GetString(), v.GetStringLength()); }
+using json::get;
+using json::sv;
 
 }  // namespace
 

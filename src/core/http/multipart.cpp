@@ -9,12 +9,6 @@
 namespace llmgw {
 namespace {
 
-std::string_view trim(std::string_view s) {
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-    return s;
-}
-
 // One "; key=value" parameter list (RFC 2045 / 7578): values are tokens or
 // quoted strings (backslash escapes honoured). Calls f(key, value) for each;
 // false when the list is malformed.
@@ -27,7 +21,7 @@ bool each_param(std::string_view s, F f) {
         if (i >= n) break;
         std::size_t k = i;
         while (i < n && s[i] != '=' && s[i] != ';') ++i;
-        std::string_view key = trim(s.substr(k, i - k));
+        std::string_view key = trim_ows(s.substr(k, i - k));
         if (i >= n || s[i] != '=' || key.empty()) return false;
         ++i;
         while (i < n && (s[i] == ' ' || s[i] == '\t')) ++i;
@@ -52,7 +46,7 @@ bool each_param(std::string_view s, F f) {
         } else {
             std::size_t v = i;
             while (i < n && s[i] != ';') ++i;
-            value.assign(trim(s.substr(v, i - v)));
+            value.assign(trim_ows(s.substr(v, i - v)));
         }
         if (!f(key, value)) return false;
     }
@@ -82,9 +76,9 @@ bool part_name(std::string_view headers, std::string& name) {
         if (!ascii_iequals(key, "content-disposition")) continue;
         if (seen_disposition) return false;
         seen_disposition = true;
-        std::string_view value = trim(line.substr(colon + 1));
+        std::string_view value = trim_ows(line.substr(colon + 1));
         std::size_t semi = value.find(';');
-        if (!ascii_iequals(trim(value.substr(0, semi)), "form-data")) return false;
+        if (!ascii_iequals(trim_ows(value.substr(0, semi)), "form-data")) return false;
         if (semi == std::string_view::npos) continue;
         bool named = false;
         bool ok = each_param(value.substr(semi + 1), [&](std::string_view k, std::string& v) {
@@ -103,7 +97,7 @@ bool part_name(std::string_view headers, std::string& name) {
 
 std::string form_data_boundary(std::string_view content_type) {
     std::size_t semi = content_type.find(';');
-    if (!ascii_iequals(trim(content_type.substr(0, semi)), "multipart/form-data")) return {};
+    if (!ascii_iequals(trim_ows(content_type.substr(0, semi)), "multipart/form-data")) return {};
     if (semi == std::string_view::npos) return {};
     std::string boundary;
     bool twice = false;

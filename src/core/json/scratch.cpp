@@ -1,5 +1,7 @@
 #include "core/json/scratch.h"
 
+#include <rapidjson/error/en.h>
+
 #include "core/json/text_checks.h"
 
 namespace llmgw {
@@ -19,6 +21,19 @@ const rapidjson::Document& JsonScratch::parse(std::string_view s, bool full_prec
 JsonScratch& json_scratch() {
     thread_local JsonScratch scratch;
     return scratch;
+}
+
+const rapidjson::Document* parse_scratch_object(std::string_view s, std::string& err) {
+    const rapidjson::Document& d = json_scratch().parse(s);
+    if (d.HasParseError()) {
+        err = std::string("not JSON: ") + rapidjson::GetParseError_En(d.GetParseError());
+        return nullptr;
+    }
+    if (!d.IsObject()) {
+        err = "not a JSON object";
+        return nullptr;
+    }
+    return &d;
 }
 
 }  // namespace llmgw

@@ -4,6 +4,7 @@
 // per nginx worker), so a translated stream parses without allocating. The
 // parsed document is valid until the next parse() on the same thread.
 #pragma once
+#include <string>
 #include <string_view>
 
 #include <rapidjson/document.h>
@@ -29,5 +30,9 @@ private:
 
 // This thread's scratch document.
 JsonScratch& json_scratch();
+
+// s parsed into this thread's scratch document, when it is a JSON object;
+// else nullptr and err says why ("not JSON: ...", "not a JSON object").
+const rapidjson::Document* parse_scratch_object(std::string_view s, std::string& err);
 
 }  // namespace llmgw

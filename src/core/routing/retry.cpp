@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "core/http/ascii.h"
+
 namespace llmgw {
 namespace {
 
@@ -78,8 +80,7 @@ std::int64_t http_date(std::string_view s) {
 }  // namespace
 
 std::int64_t parse_retry_after_ms(std::string_view v, std::int64_t now_unix) {
-    while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
-    while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
+    v = trim_ows(v);
     if (v.empty()) return -1;
     if (v[0] >= '0' && v[0] <= '9') {
         std::int64_t secs = 0;

@@ -1,10 +1,12 @@
 #include "ngx/discovery/model_cache.h"
 
 #include <cstring>
+#include <utility>
 
 #include "ngx/call/health.h"
 #include "ngx/main_conf.h"
 #include "ngx/ngx_incl.h"
+#include "ngx/shm_zone.h"
 
 namespace llmgw {
 namespace {
@@ -16,47 +18,19 @@ struct ModelSlot {
     u_char* blob;                  // ids joined by '\n' (slab memory), len bytes
 };
 
-struct ModelZone {
-    std::size_t count;
-    ModelSlot slots[1];
-};
-
-ngx_int_t init_zone(ngx_shm_zone_t* zone, void* old) {
-    auto* shpool = reinterpret_cast<ngx_slab_pool_t*>(zone->shm.addr);
-    const std::size_t count = reinterpret_cast<std::uintptr_t>(zone->data);
-    // Same size as before (a reload with as many providers and discovering
-    // ones): the slots are reused, emptied (the providers behind them may
-    // have changed).
-    auto* mz = static_cast<ModelZone*>(old);
-    ngx_shmtx_lock(&shpool->mutex);
-    if (mz == nullptr) {
-        mz = static_cast<ModelZone*>(
-            ngx_slab_calloc_locked(shpool, sizeof(ModelZone) + sizeof(ModelSlot) * (count ? count - 1 : 0)));
-        if (mz == nullptr) {
-            ngx_shmtx_unlock(&shpool->mutex);
-            return NGX_ERROR;
-        }
-        mz->count = count;
-    }
-    for (std::size_t i = 0; i < mz->count; ++i) {
-        if (mz->slots[i].blob != nullptr) ngx_slab_free_locked(shpool, mz->slots[i].blob);
-        mz->slots[i] = ModelSlot{0, 0, 0, nullptr};
-    }
-    ngx_shmtx_unlock(&shpool->mutex);
-    zone->data = mz;
-    return NGX_OK;
+// Same size as before (a reload with as many providers and discovering
+// ones): the slots are reused, emptied (the providers behind them may have
+// changed).
+void reset_slot(ModelSlot& s, ngx_slab_pool_t* shpool) {
+    if (s.blob != nullptr) ngx_slab_free_locked(shpool, s.blob);
+    s = ModelSlot{0, 0, 0, nullptr};
 }
+
+using ModelZone = ShmSlots<ModelSlot, reset_slot>;
 
 template <class F>
 bool with_slot(MainConf* mcf, std::size_t i, F&& f) {
-    if (mcf == nullptr || mcf->models_zone == nullptr || mcf->models_zone->shm.addr == nullptr) return false;
-    auto* mz = static_cast<ModelZone*>(mcf->models_zone->data);
-    if (mz == nullptr || i >= mz->count) return false;
-    auto* shpool = reinterpret_cast<ngx_slab_pool_t*>(mcf->models_zone->shm.addr);
-    ngx_shmtx_lock(&shpool->mutex);
-    f(mz->slots[i], shpool);
-    ngx_shmtx_unlock(&shpool->mutex);
-    return true;
+    return mcf != nullptr && with_shm_slot<ModelZone>(mcf->models_zone, i, std::forward<F>(f));
 }
 
 }  // namespace
@@ -64,11 +38,7 @@ bool with_slot(MainConf* mcf, std::size_t i, F&& f) {
 ngx_shm_zone_t* add_model_cache_zone(ngx_conf_t* cf, std::size_t providers, std::size_t discovering) {
     ngx_str_t name = ngx_string("llm_gateway_models");
     const std::size_t size = 8 * ngx_pagesize + providers * sizeof(ModelSlot) + discovering * (kModelCacheBytes + 4096);
-    ngx_shm_zone_t* zone = ngx_shared_memory_add(cf, &name, size, &ngx_http_llm_gateway_module);
-    if (zone == nullptr) return nullptr;
-    zone->init = init_zone;
-    zone->data = reinterpret_cast<void*>(static_cast<std::uintptr_t>(providers));
-    return zone;
+    return add_shm_zone_of<ModelZone>(cf, &name, size, providers);
 }
 
 bool model_cache_claim(MainConf* mcf, std::size_t i) {

@@ -2,9 +2,12 @@
 // rejection counts beside it.
 #include "ngx/events/feed.h"
 
+#include <utility>
+
 #include "core/events/ring.h"
 #include "core/metrics/rejections.h"
 #include "ngx/main_conf.h"
+#include "ngx/shm_zone.h"
 #include "ngx/store/store.h"
 #include "ngx/worker.h"
 
@@ -16,32 +19,20 @@ namespace {
 struct FeedZone {
     EventRing ring;
     RejectionTable rejections;
-};
 
-ngx_int_t init_zone(ngx_shm_zone_t* zone, void* old) {
-    if (old != nullptr) {   // a reload keeps both (same size)
-        zone->data = old;
-        return NGX_OK;
+    static FeedZone* create(ngx_shm_zone_t&, ngx_slab_pool_t* shpool, std::uintptr_t) {
+        auto* fz = static_cast<FeedZone*>(ngx_slab_alloc(shpool, sizeof(FeedZone)));
+        if (fz == nullptr) return nullptr;
+        fz->ring.clear();
+        fz->rejections.clear();
+        return fz;
     }
-    auto* shpool = reinterpret_cast<ngx_slab_pool_t*>(zone->shm.addr);
-    auto* fz = static_cast<FeedZone*>(ngx_slab_alloc(shpool, sizeof(FeedZone)));
-    if (fz == nullptr) return NGX_ERROR;
-    fz->ring.clear();
-    fz->rejections.clear();
-    zone->data = fz;
-    return NGX_OK;
-}
+    void reuse(ngx_slab_pool_t*) {}   // a reload keeps both (same size)
+};
 
 template <class F>
 bool with_zone(MainConf* mcf, F&& f) {
-    if (mcf == nullptr || mcf->events_zone == nullptr || mcf->events_zone->shm.addr == nullptr) return false;
-    auto* fz = static_cast<FeedZone*>(mcf->events_zone->data);
-    if (fz == nullptr) return false;
-    auto* shpool = reinterpret_cast<ngx_slab_pool_t*>(mcf->events_zone->shm.addr);
-    ngx_shmtx_lock(&shpool->mutex);
-    f(*fz);
-    ngx_shmtx_unlock(&shpool->mutex);
-    return true;
+    return mcf != nullptr && with_shm_zone<FeedZone>(mcf->events_zone, std::forward<F>(f));
 }
 
 }  // namespace
@@ -49,10 +40,7 @@ bool with_zone(MainConf* mcf, F&& f) {
 ngx_shm_zone_t* add_events_zone(ngx_conf_t* cf) {
     ngx_str_t name = ngx_string("llm_gateway_events");
     const std::size_t size = 8 * ngx_pagesize + sizeof(FeedZone);
-    ngx_shm_zone_t* zone = ngx_shared_memory_add(cf, &name, size, &ngx_http_llm_gateway_module);
-    if (zone == nullptr) return nullptr;
-    zone->init = init_zone;
-    return zone;
+    return add_shm_zone_of<FeedZone>(cf, &name, size);
 }
 
 void record_event(MainConf* mcf, GatewayEvent e) {

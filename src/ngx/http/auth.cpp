@@ -4,35 +4,26 @@
 
 #include "ngx/http/auth.h"
 
+#include "core/http/ascii.h"
 #include "ngx/http/headers.h"
 #include "ngx/http/respond.h"
 #include "ngx/ngx_incl.h"
 
 namespace llmgw {
-namespace {
-
-std::string_view trim(std::string_view s) {
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-    return s;
-}
-
-}  // namespace
-
 // Authorization: Bearer <key> (OpenAI's clients) wins over x-api-key
 // (Anthropic's), which wins over x-goog-api-key (Gemini's, for its native
 // clients through the passthrough). A key in the query string is never
 // taken: it would be written to access logs.
 std::string_view presented_key(ngx_http_request_t* r) {
     if (ngx_table_elt_t* a = r->headers_in.authorization) {
-        std::string_view v = trim(sv(a->value));
-        if (v.size() > 7 && strncasecmp(v.data(), "bearer ", 7) == 0) return trim(v.substr(7));
+        std::string_view v = trim_ows(sv(a->value));
+        if (v.size() > 7 && strncasecmp(v.data(), "bearer ", 7) == 0) return trim_ows(v.substr(7));
     }
     std::string_view key, goog;
     for_each_header(r->headers_in.headers, [&](const ngx_table_elt_t& h) {
-        if (goog.empty() && header_name_is(h.key, "x-goog-api-key")) goog = trim(sv(h.value));
+        if (goog.empty() && header_name_is(h.key, "x-goog-api-key")) goog = trim_ows(sv(h.value));
         if (!header_name_is(h.key, "x-api-key")) return true;
-        key = trim(sv(h.value));
+        key = trim_ows(sv(h.value));
         return false;
     });
     return key.empty() ? goog : key;

@@ -14,6 +14,7 @@
 #include <memory>
 
 #include "core/metering/reservation.h"
+#include "ngx/shm_zone.h"
 #include "ngx/store/store.h"
 
 namespace llmgw {
@@ -112,8 +113,12 @@ struct Shared {
     // under its overflow id ("<provider>/other").
     std::size_t stats_bytes;
     std::size_t stats_budget;
+
+    static Shared* create(ngx_shm_zone_t& zone, ngx_slab_pool_t* shpool, std::uintptr_t);
+    void reuse(ngx_slab_pool_t*) {}   // a reload keeps the counters of the previous cycle's zone
 };
 
+// A worker's view of the zone.
 struct ZoneCtx {
     Shared* sh;
     ngx_slab_pool_t* shpool;
@@ -126,17 +131,6 @@ std::uint32_t hash_of(const std::string& key) {
     std::size_t h = std::hash<std::string_view>{}(key);
     return static_cast<std::uint32_t>(h ^ (h >> 32));
 }
-
-class Locked {
-public:
-    explicit Locked(ngx_slab_pool_t* pool) : pool_(pool) { ngx_shmtx_lock(&pool_->mutex); }
-    ~Locked() { ngx_shmtx_unlock(&pool_->mutex); }
-    Locked(const Locked&) = delete;
-    Locked& operator=(const Locked&) = delete;
-
-private:
-    ngx_slab_pool_t* pool_;
-};
 
 // Operations on the zone; the caller holds the mutex.
 class ZoneTxn : public KvTxn {
@@ -403,7 +397,7 @@ private:
 
 class ShmStore : public CounterStore {
 public:
-    explicit ShmStore(ZoneCtx* z) : z_(z) {}
+    explicit ShmStore(const ZoneCtx& z) : z_(z) {}
     const char* name() const override { return "shm"; }
     bool in_process_ttls() const override { return true; }
 
@@ -411,8 +405,8 @@ public:
                 WriteDone done) override {
         bool ok, overflowed;
         {
-            Locked lock(z_->shpool);
-            ZoneTxn txn(z_, ngx_time());
+            ShmLock lock(z_.shpool);
+            ZoneTxn txn(&z_, ngx_time());
             if (releases.plan != nullptr) {
                 for_each_reserved(releases.plan->reserve, releases.amounts,
                                   [&txn](const Reservation& r, std::int64_t amount) { txn.release(r, amount); });
@@ -428,8 +422,8 @@ public:
         AdmissionResult result;
         bool ok;
         {
-            Locked lock(z_->shpool);
-            ZoneTxn txn(z_, ngx_time());
+            ShmLock lock(z_.shpool);
+            ZoneTxn txn(&z_, ngx_time());
             ok = execute_admission(txn, *plan, result, amounts);
         }
         done(ok ? StoreReply{} : full(), result);
@@ -439,31 +433,31 @@ public:
         std::vector<std::int64_t> values;
         values.reserve(keys.size());
         {
-            Locked lock(z_->shpool);
-            ZoneTxn txn(z_, ngx_time());
+            ShmLock lock(z_.shpool);
+            ZoneTxn txn(&z_, ngx_time());
             for (const auto& k : keys) values.push_back(txn.get(k));
         }
         done(StoreReply{}, values);
     }
 
     void touch(const std::string& key, std::int64_t value, std::int64_t ttl) override {
-        Locked lock(z_->shpool);
-        ZoneTxn txn(z_, ngx_time());
+        ShmLock lock(z_.shpool);
+        ZoneTxn txn(&z_, ngx_time());
         if (!txn.raise(key, value, ttl)) log_full();
     }
 
     void reset_metric(const std::string& prefix, const std::string& metric) {
         int slot = metric_from_name(metric);
         if (slot < 0) return;
-        Locked lock(z_->shpool);
-        ZoneTxn txn(z_, ngx_time());
+        ShmLock lock(z_.shpool);
+        ZoneTxn txn(&z_, ngx_time());
         txn.reset_metric(prefix, static_cast<Slot>(slot));
     }
 
 private:
     StoreReply full() {
         log_full();
-        return StoreReply{StoreStatus::Error, "llm_gateway zone \"" + std::string(reinterpret_cast<char*>(z_->name.data), z_->name.len) +
+        return StoreReply{StoreStatus::Error, "llm_gateway zone \"" + std::string(reinterpret_cast<char*>(z_.name.data), z_.name.len) +
                                                   "\" is full"};
     }
     // At most once a minute per worker.
@@ -473,73 +467,52 @@ private:
         ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
                       "llm_gateway: zone \"%V\": the statistics counters use their quarter of the zone; "
                       "new model ids are counted as \"<provider>/other\"",
-                      &z_->name);
+                      &z_.name);
     }
     void log_full() {
         ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
                       "llm_gateway: zone \"%V\" is full even after removing expired counters; "
                       "increase its size in llm_gateway_zone",
-                      &z_->name);
+                      &z_.name);
     }
 
-    ZoneCtx* z_;
+    ZoneCtx z_;
     std::time_t last_bound_log_ = 0;
 };
 
-ngx_int_t init_zone(ngx_shm_zone_t* shm_zone, void* data) {
-    auto* ctx = static_cast<ZoneCtx*>(shm_zone->data);
-    if (data) {   // reload: keep the counters of the previous cycle's zone
-        auto* octx = static_cast<ZoneCtx*>(data);
-        ctx->sh = octx->sh;
-        ctx->shpool = octx->shpool;
-        return NGX_OK;
-    }
-    ctx->shpool = reinterpret_cast<ngx_slab_pool_t*>(shm_zone->shm.addr);
-    if (shm_zone->shm.exists) {
-        ctx->sh = static_cast<Shared*>(ctx->shpool->data);
-        return NGX_OK;
-    }
-    ctx->sh = static_cast<Shared*>(ngx_slab_alloc(ctx->shpool, sizeof(Shared)));
-    if (ctx->sh == nullptr) return NGX_ERROR;
-    ctx->shpool->data = ctx->sh;
+Shared* Shared::create(ngx_shm_zone_t& zone, ngx_slab_pool_t* shpool, std::uintptr_t) {
+    auto* sh = static_cast<Shared*>(ngx_slab_alloc(shpool, sizeof(Shared)));
+    if (sh == nullptr) return nullptr;
     // One chain per 8 KiB of zone: a table small enough to stay in cache
     // (2048 heads for 10 MB), chains still a few entries long.
     ngx_uint_t n = 256;
-    while (n < shm_zone->shm.size / 8192) n <<= 1;
-    ctx->sh->nbuckets = n;
-    ctx->sh->buckets = static_cast<Entry**>(ngx_slab_calloc(ctx->shpool, n * sizeof(Entry*)));
-    if (ctx->sh->buckets == nullptr) return NGX_ERROR;
-    ngx_queue_init(&ctx->sh->queue);
-    ctx->sh->last_sweep = ngx_time();
-    ctx->sh->entries = 0;
-    ctx->sh->stats_bytes = 0;
-    ctx->sh->stats_budget = shm_zone->shm.size / 4;
+    while (n < zone.shm.size / 8192) n <<= 1;
+    sh->nbuckets = n;
+    sh->buckets = static_cast<Entry**>(ngx_slab_calloc(shpool, n * sizeof(Entry*)));
+    if (sh->buckets == nullptr) return nullptr;
+    ngx_queue_init(&sh->queue);
+    sh->last_sweep = ngx_time();
+    sh->entries = 0;
+    sh->stats_bytes = 0;
+    sh->stats_budget = zone.shm.size / 4;
 
     static const char prefix[] = " in llm_gateway zone \"";
-    std::size_t len = sizeof(prefix) - 1 + shm_zone->shm.name.len + 2;
-    ctx->shpool->log_ctx = static_cast<u_char*>(ngx_slab_alloc(ctx->shpool, len));
-    if (ctx->shpool->log_ctx == nullptr) return NGX_ERROR;
-    ngx_sprintf(ctx->shpool->log_ctx, " in llm_gateway zone \"%V\"%Z", &shm_zone->shm.name);
-    ctx->shpool->log_nomem = 0;   // a full zone is reported by the gateway, once per failure
-    return NGX_OK;
+    std::size_t len = sizeof(prefix) - 1 + zone.shm.name.len + 2;
+    shpool->log_ctx = static_cast<u_char*>(ngx_slab_alloc(shpool, len));
+    if (shpool->log_ctx == nullptr) return nullptr;
+    ngx_sprintf(shpool->log_ctx, " in llm_gateway zone \"%V\"%Z", &zone.shm.name);
+    shpool->log_nomem = 0;   // a full zone is reported by the gateway, once per failure
+    return sh;
 }
 
 }  // namespace
 
 ngx_shm_zone_t* add_shm_zone(ngx_conf_t* cf, ngx_str_t* name, size_t size) {
-    ngx_shm_zone_t* zone = ngx_shared_memory_add(cf, name, size, &ngx_http_llm_gateway_module);
-    if (zone == nullptr) return nullptr;
-    if (zone->data != nullptr) return zone;   // declared twice: caller reports
-    auto* ctx = static_cast<ZoneCtx*>(ngx_pcalloc(cf->pool, sizeof(ZoneCtx)));
-    if (ctx == nullptr) return nullptr;
-    ctx->name = *name;
-    zone->init = init_zone;
-    zone->data = ctx;
-    return zone;
+    return add_shm_zone_of<Shared>(cf, name, size);
 }
 
 std::unique_ptr<CounterStore> make_shm_store(ngx_shm_zone_t* zone) {
-    return std::make_unique<ShmStore>(static_cast<ZoneCtx*>(zone->data));
+    return std::make_unique<ShmStore>(ZoneCtx{shm_zone_data<Shared>(zone), shm_zone_pool(zone), zone->shm.name});
 }
 
 void shm_reset_metric(CounterStore* shm, const std::string& scope_prefix, const std::string& metric) {
