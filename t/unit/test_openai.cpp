@@ -244,6 +244,24 @@ TEST(OpenAiUsage, UsageFirstOrLast) {
     expect_usage(llmgw::usage_from_response(R"({"usage":{"completion_tokens":4},"choices":[]})"), usage(0, 4));
 }
 
+// One pass reads a whole answer: it is valid exactly when the body is one
+// JSON document, and its usage is the same as usage_from_response's.
+TEST(OpenAiUsage, ReadWholeResponseChecksAndReads) {
+    Usage u;
+    ASSERT_TRUE(llmgw::read_whole_response(R"({"usage":{"prompt_tokens":3,"completion_tokens":4}})", u));
+    expect_usage(u, usage(3, 4));
+    ASSERT_TRUE(llmgw::read_whole_response(R"([1,2])", u));   // valid, not an answer: no usage
+    EXPECT_FALSE(u.present);
+    ASSERT_TRUE(llmgw::read_whole_response(R"({"usage":{"prompt_tokens":"x"}})", u));
+    EXPECT_TRUE(u.malformed);
+    u.present = true;
+    for (const char* bad : {"", "{", R"({"usage":{"prompt_tokens":3})", "{}x", R"({"a":1,})", "nul", "\xff",
+                            R"({"usage":{"prompt_tokens":3,"completion_tokens":4}} {})"}) {
+        EXPECT_FALSE(llmgw::read_whole_response(bad, u)) << bad;
+        EXPECT_FALSE(u.present) << bad;
+    }
+}
+
 TEST(OpenAiUsage, Missing) {
     const Usage none;
     for (const char* body : {

@@ -351,9 +351,18 @@ std::unique_ptr<RequestDoc> RequestDoc::parse(std::string_view body, std::string
 
 Usage usage_from_response(std::string_view json_body) {
     Usage u;
-    TopScan h;
-    if (scan(json_body, h) && h.root_object) h.fill(u);
+    read_whole_response(json_body, u);
     return u;
+}
+
+// TopScan's handlers never stop the parse: it fails exactly when the body is
+// not valid JSON, as is_json_document's would.
+bool read_whole_response(std::string_view json_body, Usage& usage) {
+    usage = Usage();
+    TopScan h;
+    if (!scan(json_body, h)) return false;
+    if (h.root_object) h.fill(usage);
+    return true;
 }
 
 ChunkKind inspect_stream_chunk(std::string_view data, Usage& usage, std::int64_t* text_bytes) {

@@ -59,6 +59,9 @@ public:
 // completion_tokens_details.reasoning_tokens is already part of
 // completion_tokens and is not added.
 Usage usage_from_response(std::string_view json_body);
+// The same in the pass that checks the body: false when it is not one valid
+// JSON document (usage is then left absent). A whole answer is read once.
+bool read_whole_response(std::string_view json_body, Usage& usage);
 
 enum class ChunkKind {
     Data,       // an ordinary chunk (may carry usage too; usage is then filled)

@@ -71,11 +71,10 @@ protected:
     }
 
     void on_whole(std::string& body, std::string& out) override {
-        if (!is_json_document(body)) {
+        if (!read_whole_response(body, res_.usage)) {   // one pass: checked and its usage read
             invalid(body.empty() ? "empty response body" : "the response body is not valid JSON", out);
             return;
         }
-        res_.usage = usage_from_response(body);
         res_.end = EndState::Complete;
         out.swap(body);
     }
