@@ -256,15 +256,24 @@ public:
             if (!d.any()) continue;
             std::string_view id = d.id;
             bool bounded = !d.overflow_id.empty();
-            if (bounded && !stats_fit(d.kind, id)) {
+            // A statistics scope's entries, found while checking the budget:
+            // not looked up twice (the common case: they all exist).
+            Entry* found[kWindowCount] = {};
+            if (bounded && !stats_fit(d.kind, id, found)) {
                 id = d.overflow_id;
                 bounded = false;
                 overflowed_ = true;
+                std::fill(std::begin(found), std::end(found), nullptr);
             }
             for (int i = 0; i < kWindowCount; ++i) {
                 const Window w = static_cast<Window>(i);
-                entry_key_of(d.kind, id, w);
-                Entry* e = find_or_create(ekey_, ttl_seconds_in_process(w), bounded);
+                Entry* e = found[i];
+                if (e != nullptr) {
+                    renew(e, ttl_seconds_in_process(w));
+                } else {
+                    entry_key_of(d.kind, id, w);
+                    e = find_or_create(ekey_, ttl_seconds_in_process(w), bounded);
+                }
                 if (e == nullptr) {
                     ok = false;
                     continue;
@@ -278,16 +287,18 @@ public:
     }
 
     // Whether the statistics entries of (kind, id) for the current windows
-    // exist or fit in the statistics budget.
-    bool stats_fit(std::string_view kind, std::string_view id) {
+    // exist or fit in the statistics budget; found: those that exist.
+    bool stats_fit(std::string_view kind, std::string_view id, Entry* (&found)[kWindowCount]) {
         std::size_t need = 0;
         for (int i = 0; i < kWindowCount; ++i) {
             entry_key_of(kind, id, static_cast<Window>(i));
-            if (find(ekey_) == nullptr) need += slab_size(entry_size(ekey_.size()));
+            found[i] = find(ekey_);
+            if (found[i] == nullptr) need += slab_size(entry_size(ekey_.size()));
         }
         if (need == 0) return true;
         if (z_->sh->stats_bytes + need <= z_->sh->stats_budget) return true;
-        sweep(true);   // expired statistics free their share
+        sweep(true);   // expired statistics free their share (found ones among them: looked up again)
+        std::fill(std::begin(found), std::end(found), nullptr);
         return z_->sh->stats_bytes + need <= z_->sh->stats_budget;
     }
 
@@ -346,6 +357,14 @@ private:
         assign_entry_key(ekey_, kind, id, w, bucket(w, now_));
     }
 
+    // An entry found again: expired, it is a new window's counter.
+    void renew(Entry* e, std::int64_t ttl, std::size_t nvalues = kSlotCount) {
+        if (e->expires > now_) return;
+        if (ttl > kMaxTtl) ttl = kMaxTtl;
+        std::memset(e->values, 0, nvalues * sizeof(std::int64_t));
+        e->expires = now_ + ttl;
+    }
+
     Entry* find_or_create(const std::string& key, std::int64_t ttl, bool stats = false,
                           std::size_t nvalues = kSlotCount) {
         // Counters written here while a shared store is down carry its long
@@ -353,10 +372,7 @@ private:
         if (ttl > kMaxTtl) ttl = kMaxTtl;
         Entry* e = find(key);
         if (e != nullptr) {
-            if (e->expires <= now_) {   // expired: a new window's counter
-                std::memset(e->values, 0, nvalues * sizeof(std::int64_t));
-                e->expires = now_ + ttl;
-            }
+            renew(e, ttl, nvalues);
             return e;
         }
         if (key.size() > 65535) return nullptr;
