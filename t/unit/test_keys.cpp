@@ -28,6 +28,11 @@ TEST(Keys, Shapes) {
     std::string e = "reused";
     assign_entry_key(e, "provmodel", "mock/gpt-4o", Window::Month, "202611");
     EXPECT_EQ(e, "llmgw:provmodel:mock/gpt-4o:month:202611");
+    // A longer key first, then a shorter one: the buffer is reused, never a leftover.
+    assign_entry_key(e, "group", long_id, Window::Hour, "2026112712");
+    EXPECT_EQ(e, "llmgw:group:" + long_id + ":hour:2026112712");
+    assign_entry_key(e, "user", "", Window::Min, "");
+    EXPECT_EQ(e, "llmgw:user::min:");
 }
 
 TEST(Keys, SplitCounterKeyIsTheInverse) {

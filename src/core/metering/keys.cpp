@@ -48,9 +48,20 @@ std::string scope_prefix(std::string_view kind, std::string_view id) {
 
 void assign_entry_key(std::string& out, std::string_view kind, std::string_view id, Window w,
                       std::string_view bucket_str) {
-    out.clear();
-    append_scope(out, kind, id);
-    out.append(window_name(w)).append(":").append(bucket_str);
+    // "llmgw:" kind ":" id ":" window ":" bucket, written in place: out is
+    // the caller's reused buffer, and an accounting names dozens of these.
+    const std::string_view parts[] = {kind, id, window_name(w), bucket_str};
+    std::size_t n = 6 + 3;   // "llmgw:" and three ':'
+    for (const std::string_view part : parts) n += part.size();
+    out.resize(n);
+    char* p = &out[0];
+    std::memcpy(p, "llmgw:", 6);
+    p += 6;
+    for (std::size_t i = 0; i < 4; ++i) {
+        if (!parts[i].empty()) std::memcpy(p, parts[i].data(), parts[i].size());
+        p += parts[i].size();
+        if (i < 3) *p++ = ':';
+    }
 }
 
 bool split_counter_key(std::string_view key, std::string& entry, std::string_view& metric) {
