@@ -185,3 +185,31 @@ TEST(Accounting, ModelDeltaCarriesItsOverflowId) {
 
 }  // namespace
 }  // namespace llmgw
+
+// A batch appending its deltas one by one with the windows stamped once
+// writes what the list form writes.
+TEST(Accounting, OneDeltaAtATimeWithStampsEqualsTheList) {
+    ScopeDelta a, b;
+    a.kind = "user";
+    a.id = "alice";
+    a.delta[kMetricTokIn] = 11;
+    a.delta[kMetricCost] = 6;
+    b.kind = "model";
+    b.id = "mock/gpt-4o-mini";
+    b.delta[kMetricReq] = 1;
+    const std::time_t now = 1795781234;
+    for (bool in_process : {false, true}) {
+        std::vector<Incr> list, one;
+        append_incrs({a, b}, now, in_process, list);
+        const WindowStamps at(now, in_process);
+        append_incrs(a, at, one);
+        append_incrs(b, at, one);
+        ASSERT_EQ(list.size(), 12u);
+        ASSERT_EQ(one.size(), list.size());
+        for (std::size_t i = 0; i < list.size(); ++i) {
+            EXPECT_EQ(one[i].key, list[i].key);
+            EXPECT_EQ(one[i].delta, list[i].delta);
+            EXPECT_EQ(one[i].ttl, list[i].ttl);
+        }
+    }
+}

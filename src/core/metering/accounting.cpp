@@ -76,24 +76,28 @@ std::vector<ScopeDelta> accounting_deltas(const AccountingInput& in) {
     return out;
 }
 
-void append_incrs(const std::vector<ScopeDelta>& deltas, std::time_t now, bool in_process, std::vector<Incr>& out) {
-    std::string buckets[kWindowCount];
-    std::int64_t ttls[kWindowCount];
+WindowStamps::WindowStamps(std::time_t now, bool in_process) {
     for (int i = 0; i < kWindowCount; ++i) {
         const Window w = static_cast<Window>(i);
         buckets[i] = bucket(w, now);
         ttls[i] = in_process ? ttl_seconds_in_process(w) : ttl_seconds(w);
     }
-    for (const ScopeDelta& d : deltas) {
-        for (int m = 0; m < kMetricCount; ++m) {
-            if (d.delta[m] == 0) continue;
-            for (int i = 0; i < kWindowCount; ++i) {
-                out.push_back(Incr{counter_key(d.kind, d.id, metric_name(static_cast<Metric>(m)), static_cast<Window>(i),
-                                               buckets[i]),
-                                   d.delta[m], ttls[i]});
-            }
+}
+
+void append_incrs(const ScopeDelta& d, const WindowStamps& at, std::vector<Incr>& out) {
+    for (int m = 0; m < kMetricCount; ++m) {
+        if (d.delta[m] == 0) continue;
+        for (int i = 0; i < kWindowCount; ++i) {
+            out.push_back(Incr{counter_key(d.kind, d.id, metric_name(static_cast<Metric>(m)), static_cast<Window>(i),
+                                           at.buckets[i]),
+                               d.delta[m], at.ttls[i]});
         }
     }
+}
+
+void append_incrs(const std::vector<ScopeDelta>& deltas, std::time_t now, bool in_process, std::vector<Incr>& out) {
+    const WindowStamps at(now, in_process);
+    for (const ScopeDelta& d : deltas) append_incrs(d, at, out);
 }
 
 std::vector<Incr> build_accounting(const AccountingInput& in, std::time_t now, bool in_process) {

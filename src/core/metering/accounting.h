@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/metering/limits.h"
+#include "core/metering/windows.h"
 #include "core/codec/codec.h"
 #include "core/codec/openai.h"
 
@@ -74,6 +75,14 @@ std::vector<ScopeDelta> accounting_deltas(const AccountingInput& in);
 // The deltas as counter increments: per scope, per metric in enum order,
 // per window (min, hour, day, month); zero deltas skipped.
 void append_incrs(const std::vector<ScopeDelta>& deltas, std::time_t now, bool in_process, std::vector<Incr>& out);
+// The four windows' buckets and TTLs at one moment, for a batch that
+// appends the increments of its deltas one by one.
+struct WindowStamps {
+    WindowStamps(std::time_t now, bool in_process);
+    std::string buckets[kWindowCount];
+    std::int64_t ttls[kWindowCount];
+};
+void append_incrs(const ScopeDelta& d, const WindowStamps& at, std::vector<Incr>& out);
 
 // append_incrs(accounting_deltas(in)).
 std::vector<Incr> build_accounting(const AccountingInput& in, std::time_t now, bool in_process);

@@ -72,19 +72,23 @@ AccountBatch account_batch(const std::vector<ScopeDelta>& deltas, std::time_t no
     AccountBatch b;
     std::vector<Incr>& plain = b.plain;
     std::vector<BoundedIncrs>& groups = b.groups;
+    const WindowStamps at(now, false);   // the windows' buckets, once for the batch
+    plain.reserve(deltas.size() * 3 * kWindowCount);
+    std::vector<Incr> over;
     for (const ScopeDelta& d : deltas) {
         if (!d.any()) continue;
         if (d.overflow_id.empty()) {
-            append_incrs({d}, now, false, plain);
+            append_incrs(d, at, plain);
             continue;
         }
         BoundedIncrs g;
         g.member.assign(d.kind).append(":").append(d.id);
-        append_incrs({d}, now, false, g.incrs);
+        append_incrs(d, at, g.incrs);
         ScopeDelta o = d;
         o.id = d.overflow_id;
-        std::vector<Incr> over;
-        append_incrs({o}, now, false, over);
+        over.clear();
+        append_incrs(o, at, over);
+        g.overflow_keys.reserve(over.size());
         for (Incr& i : over) g.overflow_keys.push_back(std::move(i.key));
         groups.push_back(std::move(g));
     }
