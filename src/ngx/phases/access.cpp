@@ -220,8 +220,11 @@ ngx_int_t access(ngx_http_request_t* r, LocConf* lcf) {
     if (ctx == nullptr) {
         ctx = create_ctx(r);
         if (ctx == nullptr) return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        ctx->on_end = end_metered_request;   // its calls, and what they leave to count or release
     }
+    // Its calls, and what they leave to count or release (also on a context
+    // the error-page filter made before an internal redirect brought the
+    // request here).
+    if (ctx->on_end == nullptr) ctx->on_end = end_metered_request;
     switch (ctx->phase) {
     case RequestCtx::Phase::Start:
         return start(r, ctx, lcf);
