@@ -13,24 +13,30 @@ void append_scope(std::string& out, std::string_view kind, std::string_view id) 
 
 constexpr std::string_view kReservedRecord = "rsv";   // a scope's reserved counters as one record
 
+// "llmgw:" and the parts joined by ':', written into out at its exact size
+// (out may be a reused buffer): an accounting names dozens of these keys.
+template <std::size_t N>
+void write_key(std::string& out, const std::string_view (&parts)[N]) {
+    std::size_t n = 6 + (N - 1);   // "llmgw:" and the ':' between the parts
+    for (const std::string_view part : parts) n += part.size();
+    out.resize(n);
+    char* p = &out[0];
+    std::memcpy(p, "llmgw:", 6);
+    p += 6;
+    for (std::size_t i = 0; i < N; ++i) {
+        if (!parts[i].empty()) std::memcpy(p, parts[i].data(), parts[i].size());
+        p += parts[i].size();
+        if (i + 1 < N) *p++ = ':';
+    }
+}
+
 }  // namespace
 
 std::string counter_key(std::string_view kind, std::string_view id, std::string_view metric, Window w,
                         std::string_view bucket_str) {
-    // "llmgw:" kind ":" id ":" metric ":" window ":" bucket, written into a
-    // string of the exact size: an accounting names dozens of these.
-    const std::string_view win = window_name(w);
-    const std::string_view parts[] = {kind, id, metric, win, bucket_str};
-    std::size_t n = 6 + 4;   // "llmgw:" and four ':'
-    for (const std::string_view part : parts) n += part.size();
-    std::string key(n, ':');
-    char* p = &key[0];
-    std::memcpy(p, "llmgw:", 6);
-    p += 6;
-    for (std::size_t i = 0; i < 5; ++i) {
-        if (!parts[i].empty()) std::memcpy(p, parts[i].data(), parts[i].size());
-        if (i < 4) p += parts[i].size() + 1;   // the ':' after it is already there
-    }
+    std::string key;
+    const std::string_view parts[] = {kind, id, metric, window_name(w), bucket_str};
+    write_key(key, parts);
     return key;
 }
 
@@ -48,20 +54,8 @@ std::string scope_prefix(std::string_view kind, std::string_view id) {
 
 void assign_entry_key(std::string& out, std::string_view kind, std::string_view id, Window w,
                       std::string_view bucket_str) {
-    // "llmgw:" kind ":" id ":" window ":" bucket, written in place: out is
-    // the caller's reused buffer, and an accounting names dozens of these.
     const std::string_view parts[] = {kind, id, window_name(w), bucket_str};
-    std::size_t n = 6 + 3;   // "llmgw:" and three ':'
-    for (const std::string_view part : parts) n += part.size();
-    out.resize(n);
-    char* p = &out[0];
-    std::memcpy(p, "llmgw:", 6);
-    p += 6;
-    for (std::size_t i = 0; i < 4; ++i) {
-        if (!parts[i].empty()) std::memcpy(p, parts[i].data(), parts[i].size());
-        p += parts[i].size();
-        if (i < 3) *p++ = ':';
-    }
+    write_key(out, parts);
 }
 
 bool split_counter_key(std::string_view key, std::string& entry, std::string_view& metric) {
