@@ -7,20 +7,14 @@
 #include <vector>
 
 #include "core/metering/billing.h"
+#include "metering_fixture.h"
 
 using namespace llmgw;
 
 namespace {
 
-// 2 micro-USD per input token, 10 per output token.
-Price price_2_10() {
-    Price p;
-    p.input_micros_per_mtok = 2'000'000;
-    p.output_micros_per_mtok = 10'000'000;
-    return p;
-}
 
-const Price kPrice = price_2_10();
+const Price kPrice = test::price_2_10();
 
 // A chat completion of user alice (group eng) to oai/gpt-4o-mini, answered
 // whole with 200 and usage 100 in, 20 out; a body of 400 bytes.

@@ -184,22 +184,10 @@ TEST(Reservation, MaxOutputOfARequest) {
     EXPECT_EQ(max_output(R"({"model":"m","max_tokens":9223372036854775807,"n":2})"), INT64_MAX);
 }
 
-namespace {
-
-// 2 micro-USD per input token, 10 per output token.
-Price price_2_10() {
-    Price p;
-    p.input_micros_per_mtok = 2'000'000;
-    p.output_micros_per_mtok = 10'000'000;
-    return p;
-}
-
-}  // namespace
-
 // A request's worst case (llm_gateway_budget_mode reserve): its input
 // estimate plus its output, priced at the dearest of its targets.
 TEST(Reservation, WorstCaseTokensAndDearestTarget) {
-    const Price dear = price_2_10();
+    const Price dear = test::price_2_10();
     Price cheap;
     cheap.input_micros_per_mtok = 1'000'000;
     cheap.output_micros_per_mtok = 1'000'000;
@@ -218,7 +206,7 @@ TEST(Reservation, WorstCaseTokensAndDearestTarget) {
 }
 
 TEST(Reservation, WorstCaseUnpricedFreeAndSaturating) {
-    const Price dear = price_2_10();
+    const Price dear = test::price_2_10();
     Price free = dear;
     free.free = true;
     ReserveAmounts a = worst_case_reservation(400, 50, false, 4096, {nullptr, &free});
