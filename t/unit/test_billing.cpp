@@ -13,7 +13,6 @@ using namespace llmgw;
 
 namespace {
 
-
 const Price kPrice = test::price_2_10();
 
 // A chat completion of user alice (group eng) to oai/gpt-4o-mini, answered
