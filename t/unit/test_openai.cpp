@@ -31,6 +31,13 @@ rapidjson::Document json(const std::string& s) {
     return d;
 }
 
+// The usage of a whole answer (read_whole_response), valid or not.
+Usage usage_from_response(std::string_view body) {
+    Usage u;
+    llmgw::read_whole_response(body, u);
+    return u;
+}
+
 Usage usage(std::int64_t p, std::int64_t c) {
     Usage u;
     u.prompt_tokens = p;
@@ -219,14 +226,14 @@ TEST(OpenAiRequest, RewriteIsRepeatable) {
 // ------------------------------------------------------------ usage
 
 TEST(OpenAiUsage, ChatCompletion) {
-    expect_usage(llmgw::usage_from_response(
+    expect_usage(usage_from_response(
                      R"({"id":"x","object":"chat.completion","choices":[{"message":{"content":"hi"}}],)"
                      R"("usage":{"prompt_tokens":19,"completion_tokens":10,"total_tokens":29}})"),
                  usage(19, 10));
 }
 
 TEST(OpenAiUsage, ReasoningTokensAreNotAddedAgain) {
-    expect_usage(llmgw::usage_from_response(
+    expect_usage(usage_from_response(
                      R"({"usage":{"prompt_tokens":5,"completion_tokens":300,"total_tokens":305,)"
                      R"("prompt_tokens_details":{"cached_tokens":2},)"
                      R"("completion_tokens_details":{"reasoning_tokens":256,"prompt_tokens":99}}})"),
@@ -234,18 +241,18 @@ TEST(OpenAiUsage, ReasoningTokensAreNotAddedAgain) {
 }
 
 TEST(OpenAiUsage, Embeddings) {
-    expect_usage(llmgw::usage_from_response(
+    expect_usage(usage_from_response(
                      R"({"object":"list","data":[{"embedding":[0.1,-0.2,3e-5],"index":0}],"model":"e",)"
                      R"("usage":{"prompt_tokens":8,"total_tokens":8}})"),
                  usage(8, 0));
 }
 
 TEST(OpenAiUsage, UsageFirstOrLast) {
-    expect_usage(llmgw::usage_from_response(R"({"usage":{"completion_tokens":4},"choices":[]})"), usage(0, 4));
+    expect_usage(usage_from_response(R"({"usage":{"completion_tokens":4},"choices":[]})"), usage(0, 4));
 }
 
 // One pass reads a whole answer: it is valid exactly when the body is one
-// JSON document, and its usage is the same as usage_from_response's.
+// JSON document, and its usage is read in the same pass.
 TEST(OpenAiUsage, ReadWholeResponseChecksAndReads) {
     Usage u;
     ASSERT_TRUE(llmgw::read_whole_response(R"({"usage":{"prompt_tokens":3,"completion_tokens":4}})", u));
@@ -281,14 +288,14 @@ TEST(OpenAiUsage, Missing) {
              "null",
          }) {
         SCOPED_TRACE(body);
-        expect_usage(llmgw::usage_from_response(body), none);
+        expect_usage(usage_from_response(body), none);
     }
 }
 
 TEST(OpenAiUsage, PartlyInvalidCounts) {
     // One count that is not a count makes the usage malformed (billed as
     // unread: the estimate), never a direction counted as 0.
-    expect_usage(llmgw::usage_from_response(R"({"usage":{"prompt_tokens":12,"completion_tokens":-4}})"),
+    expect_usage(usage_from_response(R"({"usage":{"prompt_tokens":12,"completion_tokens":-4}})"),
                  malformed(12, 0));
 }
 
@@ -296,32 +303,32 @@ TEST(OpenAiUsage, CountsThatAreNotCounts) {
     for (const char* bad : {"-1", "1.5", "10.7", "1e3", "1e30", "9223372036854775808", "18446744073709551616",
                             "100000000000000000000", "\"7\"", "true", "{}", "[3]"}) {
         SCOPED_TRACE(bad);
-        expect_usage(llmgw::usage_from_response(std::string(R"({"usage":{"prompt_tokens":)") + bad + "}}"), malformed(0, 0));
-        expect_usage(llmgw::usage_from_response(std::string(R"({"usage":{"prompt_tokens":21,"completion_tokens":)") + bad +
+        expect_usage(usage_from_response(std::string(R"({"usage":{"prompt_tokens":)") + bad + "}}"), malformed(0, 0));
+        expect_usage(usage_from_response(std::string(R"({"usage":{"prompt_tokens":21,"completion_tokens":)") + bad +
                                                 R"(,"total_tokens":5}})"),
                      malformed(21, 0));
     }
     // The details' counts are not billed: not looked at.
-    expect_usage(llmgw::usage_from_response(
+    expect_usage(usage_from_response(
                      R"({"usage":{"prompt_tokens":3,"completion_tokens":4,"prompt_tokens_details":{"cached_tokens":1e30}}})"),
                  usage(3, 4));
 }
 
 TEST(OpenAiUsage, LargeCounts) {
-    expect_usage(llmgw::usage_from_response(R"({"usage":{"prompt_tokens":99999999999,"completion_tokens":4294967296}})"),
+    expect_usage(usage_from_response(R"({"usage":{"prompt_tokens":99999999999,"completion_tokens":4294967296}})"),
                  usage(99999999999, 4294967296));
-    expect_usage(llmgw::usage_from_response(R"({"usage":{"prompt_tokens":9223372036854775807}})"),
+    expect_usage(usage_from_response(R"({"usage":{"prompt_tokens":9223372036854775807}})"),
                  usage(INT64_MAX, 0));
-    expect_usage(llmgw::usage_from_response(
+    expect_usage(usage_from_response(
                      R"({"usage":{"prompt_tokens":18446744073709551615,"completion_tokens":-99999999999}})"),
                  malformed(0, 0));
-    expect_usage(llmgw::usage_from_response(R"({"usage":{"prompt_tokens":100000000000000000000}})"), malformed(0, 0));
+    expect_usage(usage_from_response(R"({"usage":{"prompt_tokens":100000000000000000000}})"), malformed(0, 0));
 }
 
 TEST(OpenAiUsage, DeepResponseDoesNotRecurse) {
     const std::string deep = R"({"x":)" + std::string(200000, '[') + std::string(200000, ']') +
                              R"(,"usage":{"prompt_tokens":1,"completion_tokens":2}})";
-    expect_usage(llmgw::usage_from_response(deep), usage(1, 2));
+    expect_usage(usage_from_response(deep), usage(1, 2));
 }
 
 // ------------------------------------------------------------ stream chunks

@@ -349,12 +349,6 @@ std::unique_ptr<RequestDoc> RequestDoc::parse(std::string_view body, std::string
     }
 }
 
-Usage usage_from_response(std::string_view json_body) {
-    Usage u;
-    read_whole_response(json_body, u);
-    return u;
-}
-
 // TopScan's handlers never stop the parse: it fails exactly when the body is
 // not valid JSON, as is_json_document's would.
 bool read_whole_response(std::string_view json_body, Usage& usage) {

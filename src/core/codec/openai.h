@@ -50,17 +50,15 @@ public:
     virtual std::string rewrite(std::string_view upstream_model, bool force_stream_usage) const = 0;
 };
 
-// Usage of a complete (non-stream) chat completion or embeddings response:
-// usage.prompt_tokens, usage.completion_tokens (absent for embeddings: 0).
+// A complete (non-stream) chat completion or embeddings response, read once:
+// false when the body is not one valid JSON document. Its usage:
+// usage.prompt_tokens, usage.completion_tokens (absent for embeddings: 0);
 // present=false when the body is not JSON or carries no usage object, or
 // the object has neither count. A count that is not an integer from 0 to
 // 2^63-1 (negative, 10.7, 1e30, 2^63, a string) makes the usage malformed
 // (present, Usage::malformed); null is absent.
 // completion_tokens_details.reasoning_tokens is already part of
 // completion_tokens and is not added.
-Usage usage_from_response(std::string_view json_body);
-// The same in the pass that checks the body: false when it is not one valid
-// JSON document (usage is then left absent). A whole answer is read once.
 bool read_whole_response(std::string_view json_body, Usage& usage);
 
 enum class ChunkKind {
