@@ -78,10 +78,6 @@ struct StoreHealth {
 };
 
 // shm_store.cpp: the zone directive's zone, one per http block.
-struct ShmZoneConf {
-    ngx_shm_zone_t* zone;
-    ngx_str_t name;
-};
 ngx_shm_zone_t* add_shm_zone(ngx_conf_t* cf, ngx_str_t* name, size_t size);
 // The store over a zone (one per worker: ngx/worker.h keeps it).
 std::unique_ptr<CounterStore> make_shm_store(ngx_shm_zone_t* zone);
