@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/metering/accounting.h"
+#include "core/metering/keys.h"
 
 using namespace llmgw;
 
@@ -186,30 +187,27 @@ TEST(Accounting, ModelDeltaCarriesItsOverflowId) {
 }  // namespace
 }  // namespace llmgw
 
-// A batch appending its deltas one by one with the windows stamped once
-// writes what the list form writes.
-TEST(Accounting, OneDeltaAtATimeWithStampsEqualsTheList) {
-    ScopeDelta a, b;
+// A delta's increments with the windows stamped once: per metric in enum
+// order, per window, each with its window's bucket and TTL; zero metrics
+// skipped.
+TEST(Accounting, OneDeltaWithStamps) {
+    ScopeDelta a;
     a.kind = "user";
     a.id = "alice";
     a.delta[kMetricTokIn] = 11;
     a.delta[kMetricCost] = 6;
-    b.kind = "model";
-    b.id = "mock/gpt-4o-mini";
-    b.delta[kMetricReq] = 1;
     const std::time_t now = 1795781234;
     for (bool in_process : {false, true}) {
-        std::vector<Incr> list, one;
-        append_incrs({a, b}, now, in_process, list);
         const WindowStamps at(now, in_process);
-        append_incrs(a, at, one);
-        append_incrs(b, at, one);
-        ASSERT_EQ(list.size(), 12u);
-        ASSERT_EQ(one.size(), list.size());
-        for (std::size_t i = 0; i < list.size(); ++i) {
-            EXPECT_EQ(one[i].key, list[i].key);
-            EXPECT_EQ(one[i].delta, list[i].delta);
-            EXPECT_EQ(one[i].ttl, list[i].ttl);
+        std::vector<Incr> out;
+        append_incrs(a, at, out);
+        ASSERT_EQ(out.size(), 8u);
+        for (std::size_t i = 0; i < out.size(); ++i) {
+            const Window w = static_cast<Window>(i % kWindowCount);
+            const bool tokin = i < kWindowCount;
+            EXPECT_EQ(out[i].key, counter_key("user", "alice", tokin ? "tokin" : "cost", w, bucket(w, now)));
+            EXPECT_EQ(out[i].delta, tokin ? 11 : 6);
+            EXPECT_EQ(out[i].ttl, in_process ? ttl_seconds_in_process(w) : ttl_seconds(w));
         }
     }
 }

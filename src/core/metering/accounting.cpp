@@ -95,15 +95,11 @@ void append_incrs(const ScopeDelta& d, const WindowStamps& at, std::vector<Incr>
     }
 }
 
-void append_incrs(const std::vector<ScopeDelta>& deltas, std::time_t now, bool in_process, std::vector<Incr>& out) {
-    const WindowStamps at(now, in_process);
-    for (const ScopeDelta& d : deltas) append_incrs(d, at, out);
-}
-
 std::vector<Incr> build_accounting(const AccountingInput& in, std::time_t now, bool in_process) {
     std::vector<Incr> out;
     out.reserve((in.scopes.size() + 1) * 4 * kWindowCount + 16);
-    append_incrs(accounting_deltas(in), now, in_process, out);
+    const WindowStamps at(now, in_process);
+    for (const ScopeDelta& d : accounting_deltas(in)) append_incrs(d, at, out);
     return out;
 }
 

@@ -72,19 +72,18 @@ struct ScopeDelta {
 // also gets req (the served model's request counter).
 std::vector<ScopeDelta> accounting_deltas(const AccountingInput& in);
 
-// The deltas as counter increments: per scope, per metric in enum order,
-// per window (min, hour, day, month); zero deltas skipped.
-void append_incrs(const std::vector<ScopeDelta>& deltas, std::time_t now, bool in_process, std::vector<Incr>& out);
-// The four windows' buckets and TTLs at one moment, for a batch that
-// appends the increments of its deltas one by one.
+// The four windows' buckets and TTLs at one moment, stamped once for a
+// batch of deltas.
 struct WindowStamps {
     WindowStamps(std::time_t now, bool in_process);
     std::string buckets[kWindowCount];
     std::int64_t ttls[kWindowCount];
 };
+// A delta as counter increments: per metric in enum order, per window (min,
+// hour, day, month); zero deltas skipped.
 void append_incrs(const ScopeDelta& d, const WindowStamps& at, std::vector<Incr>& out);
 
-// append_incrs(accounting_deltas(in)).
+// append_incrs of each of accounting_deltas(in), stamped at now.
 std::vector<Incr> build_accounting(const AccountingInput& in, std::time_t now, bool in_process);
 
 }  // namespace llmgw
