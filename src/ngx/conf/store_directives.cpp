@@ -73,6 +73,13 @@ char* store(ngx_conf_t* cf, MainConf* mcf) {
                 return conf_error(cf, "llm_gateway_store: invalid timeout \"" + std::string(a.substr(8)) + "\"");
             }
             st->redis.timeout = ms;
+        } else if (a.rfind("flush=", 0) == 0) {
+            ngx_msec_t ms = 0;
+            if (!conf_time(a.substr(6), ms) || ms > 1000) {
+                return conf_error(cf, "llm_gateway_store: flush= must be a time from 0 to 1s (e.g. flush=10ms), not \"" +
+                                          std::string(a.substr(6)) + "\"");
+            }
+            st->flush_ms = ms;
         } else {
             return conf_error(cf, "invalid parameter \"" + std::string(a.substr(0, a.find('='))) +
                                       "\" of llm_gateway_store");

@@ -1,7 +1,8 @@
 // The shared store: counters in a RESP2 server (Redis, Valkey, ...), with the
-// store-down latch. Admission is one EVALSHA round trip; accounting one
-// pipelined batch; last-seen writes go in the background, at most 64 in
-// flight. While the latch is open the store is not contacted: fail-open
+// store-down latch. Admission is one EVALSHA round trip; accounting goes
+// behind the answers, the requests a worker settles merged into one script
+// call (docs/store.md#accounting-batches); last-seen writes go in the
+// background, at most 64 in flight. While the latch is open the store is not contacted: fail-open
 // counts in shared memory, fail-closed refuses admission and drops samples.
 #include <deque>
 #include <memory>
@@ -13,6 +14,7 @@
 #include "core/events/event.h"
 #include "core/store/latch.h"
 #include "core/log/log_escape.h"
+#include "core/metering/delta_merge.h"
 #include "core/metering/keys.h"
 #include "core/metering/lease.h"
 #include "ngx/store/redis_conn.h"
@@ -27,31 +29,22 @@ constexpr std::size_t kMaxTelemetryInFlight = 64;
 // counters for; the others are counted under "<provider>/other".
 constexpr std::int64_t kMaxStatIds = 1000;
 
-// Deltas that own their strings, for callbacks that run later.
-struct OwnedDeltas {
-    std::vector<std::string> strings;   // kind, id, overflow_id per delta
-    std::vector<ScopeDelta> deltas;     // viewing strings
-
-    HeldReservation releases;           // released in the same call (core/metering/reservation.h)
-    std::vector<Release> released;      // what the call gives back (core/metering/lease.h)
-
-    OwnedDeltas(const std::vector<ScopeDelta>& in, HeldReservation rel) : releases(std::move(rel)) {
-        strings.reserve(3 * in.size());
-        for (const ScopeDelta& d : in) {
-            strings.emplace_back(d.kind);
-            strings.emplace_back(d.id);
-            strings.emplace_back(d.overflow_id);
-        }
-        deltas = in;
-        for (std::size_t i = 0; i < deltas.size(); ++i) {
-            deltas[i].kind = strings[3 * i];
-            deltas[i].id = strings[3 * i + 1];
-            deltas[i].overflow_id = strings[3 * i + 2];
-        }
-    }
-    OwnedDeltas(const OwnedDeltas&) = delete;
-    OwnedDeltas& operator=(const OwnedDeltas&) = delete;
+// The accounting of the requests settled since the last flush (write-behind,
+// docs/store.md#accounting-batches): their deltas merged per scope and
+// second, the reserved counters they give back, and the reservations they
+// held (which the releases view; those the shared-memory fallback admitted
+// are given back there when the flush fails with fail_open).
+struct PendingAccounting {
+    MergedDeltas merged;
+    std::vector<Release> released;
+    std::vector<HeldReservation> held;
+    std::vector<WriteDone> dones;
+    std::size_t requests = 0;
 };
+
+// A batch is written at once when it holds this many requests, even while
+// another is in flight or its flush interval has not passed.
+constexpr std::size_t kMaxBatchRequests = 256;
 
 // An op key lives this long (docs/store.md): a call and its cancel must
 // reach the store within it of each other. Short, because every call leaves
@@ -62,18 +55,18 @@ constexpr const char kNoMemoryAccount[] = "out of memory writing the accounting 
 // Cancels waiting for the store, per worker; past this, the oldest go.
 constexpr std::size_t kMaxPendingCancels = 10000;
 
-// One request's accounting as the bounded script's counters.
+// A batch's accounting as the bounded script's counters.
 struct AccountBatch {
     std::vector<Incr> plain;
     std::vector<BoundedIncrs> groups;
 };
 
-AccountBatch account_batch(const std::vector<ScopeDelta>& deltas, std::time_t now) {
-    AccountBatch b;
+// Appends deltas stamped at now.
+void append_account_batch(AccountBatch& b, const std::vector<ScopeDelta>& deltas, std::time_t now) {
     std::vector<Incr>& plain = b.plain;
     std::vector<BoundedIncrs>& groups = b.groups;
     const WindowStamps at(now, false);   // the windows' buckets, once for the batch
-    plain.reserve(deltas.size() * 3 * kWindowCount);
+    plain.reserve(plain.size() + deltas.size() * 3 * kWindowCount);
     std::vector<Incr> over;
     for (const ScopeDelta& d : deltas) {
         if (!d.any()) continue;
@@ -92,7 +85,6 @@ AccountBatch account_batch(const std::vector<ScopeDelta>& deltas, std::time_t no
         for (Incr& i : over) g.overflow_keys.push_back(std::move(i.key));
         groups.push_back(std::move(g));
     }
-    return b;
 }
 // A request's real usage (tokens, cost) from its accounting deltas: every
 // scope of a request counts the same usage; the largest is taken.
@@ -137,10 +129,16 @@ public:
         idle_ev_.handler = on_idle_timer;
         idle_ev_.data = this;
         idle_ev_.log = ngx_cycle->log;
+        // Not cancelable either: a pending batch is written before the
+        // worker exits.
+        flush_ev_.handler = on_flush_timer;
+        flush_ev_.data = this;
+        flush_ev_.log = ngx_cycle->log;
     }
 
     ~RedisStore() override {
         if (idle_ev_.timer_set) ngx_del_timer(&idle_ev_);
+        if (flush_ev_.timer_set) ngx_del_timer(&flush_ev_);
     }
 
     const char* name() const override { return "redis"; }
@@ -170,33 +168,33 @@ public:
             false);
     }
 
-    // Accounting: one EVALSHA of the accounting script with the bound on
-    // statistics ids and the reservation's releases; the shared-memory
-    // fallback applies the same deltas and releases.
+    // Accounting, behind the answer (docs/store.md#accounting-batches): the
+    // request's deltas join the worker's pending batch, written as one
+    // EVALSHA of the accounting script (with the bound on statistics ids
+    // and the reservations given back) at once when no batch is in flight,
+    // else when the one in flight answers; with flush=, after that
+    // interval. The shared-memory fallback applies the same deltas and
+    // releases.
     void settle(const std::vector<ScopeDelta>& deltas, HeldReservation releases, std::time_t now,
                 WriteDone done) override {
-        auto owned = std::make_shared<OwnedDeltas>(deltas, std::move(releases));
-        if (!latch().should_try(now_ms())) return degraded_apply(owned, now, std::move(done));
-        send_cancels();
-        auto batch = std::make_shared<AccountBatch>(account_batch(owned->deltas, now));
-        auto op = std::make_shared<std::string>(next_op());
+        if (!latch().should_try(now_ms())) return degraded_settle(deltas, std::move(releases), now, std::move(done));
+        PendingAccounting& p = *pending_;
         // What goes back: the request's own reservations, and a lease (or
         // its consumed part) this settle leaves idle (core/metering/lease.h).
-        if (owned->releases.plan != nullptr) {
-            owned->released.reserve(owned->releases.plan->reserve.size());
-            leases_.settle(owned->releases.lease.get(), *owned->releases.plan, owned->releases.amounts,
-                           real_usage(owned->deltas), owned->released);
+        if (releases.plan != nullptr) {
+            leases_.settle(releases.lease.get(), *releases.plan, releases.amounts, real_usage(deltas), p.released);
             if (leases_.idle_waiting() && !idle_ev_.timer_set) ngx_add_timer(&idle_ev_, kLeaseIdleMs);
+            p.held.push_back(std::move(releases));
         }
-        // Written at once: the store has it before the client has its answer.
-        account_call(batch, owned->released, owned, op,
-                     [this, owned, now, batch, op, done = std::move(done)](
-                         const std::string& err, const std::vector<RespValue>& replies, bool sent) mutable {
-                         if (sent && !err.empty()) {
-                             queue_cancel(cancel_account_command(batch->plain, batch->groups, *op, kOpTtl));
-                         }
-                         finish_apply(err, replies, owned, now, std::move(done));
-                     });
+        p.merged.add(deltas, now);
+        if (done) p.dones.push_back(std::move(done));
+        ++p.requests;
+        if (p.requests >= kMaxBatchRequests) return flush();
+        if (settings_->flush_ms > 0) {
+            if (!flush_ev_.timer_set) ngx_add_timer(&flush_ev_, settings_->flush_ms);
+            return;
+        }
+        if (flushes_in_flight_ == 0) flush();
     }
 
     void read(const std::vector<std::string>& keys, ReadDone done) override {
@@ -456,27 +454,86 @@ private:
         done(StoreReply{StoreStatus::Error, "the limit store is unavailable"}, AdmissionResult{});
     }
 
-    void finish_apply(const std::string& err, const std::vector<RespValue>& replies,
-                      const std::shared_ptr<OwnedDeltas>& owned, std::time_t now, WriteDone done) {
+    // Writes the pending batch: one call of the accounting script, or the
+    // degraded path while the latch is open. Written at once: the store has
+    // it before the clients have their answers.
+    void flush() {
+        if (flush_ev_.timer_set) ngx_del_timer(&flush_ev_);
+        if (pending_->requests == 0) return;
+        std::shared_ptr<PendingAccounting> batch = std::move(pending_);
+        pending_ = std::make_shared<PendingAccounting>();
+        if (!latch().should_try(now_ms())) return degraded_batch(*batch);
+        send_cancels();
+        auto incrs = std::make_shared<AccountBatch>();
+        batch->merged.for_each_second([&](std::time_t now, const std::vector<ScopeDelta>& ds) {
+            append_account_batch(*incrs, ds, now);
+        });
+        ngx_log_debug4(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
+                       "llm_gateway: accounting batch: %uz requests, %uz scope deltas, %uz counters, "
+                       "%uz reservations given back",
+                       batch->requests, batch->merged.size(), incrs->plain.size(), batch->released.size());
+        auto op = std::make_shared<std::string>(next_op());
+        ++flushes_in_flight_;
+        account_call(incrs, batch->released, batch, op,
+                     [this, batch, incrs, op](const std::string& err, const std::vector<RespValue>& replies,
+                                              bool sent) {
+                         --flushes_in_flight_;
+                         if (sent && !err.empty()) {
+                             queue_cancel(cancel_account_command(incrs->plain, incrs->groups, *op, kOpTtl));
+                         }
+                         finish_batch(err, replies, *batch);
+                         if (settings_->flush_ms == 0 && flushes_in_flight_ == 0 && pending_->requests > 0) flush();
+                     });
+    }
+
+    static void on_flush_timer(ngx_event_t* ev) {
+        try {
+            static_cast<RedisStore*>(ev->data)->flush();
+        } catch (...) {
+            ngx_log_error(NGX_LOG_ERR, ev->log, 0, "llm_gateway: out of memory writing an accounting batch");
+        }
+    }
+
+    void finish_batch(const std::string& err, const std::vector<RespValue>& replies, PendingAccounting& batch) {
         const std::string e = accounting_reply_error(err, replies);
         if (!e.empty()) {
             on_failure(e);
-            return degraded_apply(owned, now, std::move(done));
+            return degraded_batch(batch);
         }
         latch().on_success(now_ms());
-        if (done) done(StoreReply{});
+        for (WriteDone& d : batch.dones) d(StoreReply{});
     }
 
-    void degraded_apply(const std::shared_ptr<OwnedDeltas>& owned, std::time_t now, WriteDone done) {
-        // A request that Redis admitted (it has a ticket) reserved nothing in
-        // shared memory to give back there.
+    // A batch the store did not take: with fail_open counted in shared
+    // memory (once), else dropped (each request's done says so).
+    void degraded_batch(PendingAccounting& batch) {
+        StoreReply rep{StoreStatus::Error, "the limit store is unavailable; sample dropped"};
         if (settings_->fail_open) {
-            return fallback_->settle(owned->deltas, owned->releases.lease ? HeldReservation() : owned->releases, now,
+            rep = StoreReply{};
+            auto note = [&rep](const StoreReply& r) {
+                if (r.status != StoreStatus::Ok) rep = r;
+            };
+            batch.merged.for_each_second([&](std::time_t now, const std::vector<ScopeDelta>& ds) {
+                fallback_->settle(ds, HeldReservation(), now, note);
+            });
+            // A request that Redis admitted (it has a ticket) reserved
+            // nothing in shared memory to give back there.
+            for (HeldReservation& h : batch.held) {
+                if (!h.lease) fallback_->settle({}, std::move(h), ngx_time(), note);
+            }
+        }
+        for (WriteDone& d : batch.dones) d(rep);
+    }
+
+    // One request's accounting while the latch is open.
+    void degraded_settle(const std::vector<ScopeDelta>& deltas, HeldReservation releases, std::time_t now,
+                         WriteDone done) {
+        if (settings_->fail_open) {
+            return fallback_->settle(deltas, releases.lease ? HeldReservation() : std::move(releases), now,
                                      std::move(done));
         }
         if (done) done(StoreReply{StoreStatus::Error, "the limit store is unavailable; sample dropped"});
     }
-
 
     void on_failure(const std::string& err) {
         // What the worker's leases hold is no longer known: it lapses.
@@ -497,6 +554,9 @@ private:
     std::string wire_;                  // scratch: a command written straight to RESP
     LeaseBook leases_;                  // the worker's reservation leases
     ngx_event_t idle_ev_{};             // gives idle leases back (kLeaseIdleMs)
+    std::shared_ptr<PendingAccounting> pending_ = std::make_shared<PendingAccounting>();
+    std::size_t flushes_in_flight_ = 0;
+    ngx_event_t flush_ev_{};            // writes the pending batch (flush=)
     std::size_t telemetry_in_flight_ = 0;
     std::deque<std::string> cancels_;        // cancel script calls, in RESP
     bool cancels_in_flight_ = false;

@@ -11,6 +11,10 @@ namespace llmgw {
 struct StoreSettings {
     RedisSettings redis;
     bool fail_open = true;
+    // flush=: how long a settled request's accounting may wait to be written
+    // with others (docs/store.md#accounting-batches); 0: at once, or when
+    // the batch in flight answers.
+    ngx_msec_t flush_ms = 0;
     std::string redacted_url;
 };
 

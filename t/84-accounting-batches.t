@@ -1,0 +1,200 @@
+#!/usr/bin/perl
+# Accounting behind the answer on Redis (docs/store.md#accounting-batches):
+# the requests a worker settles while an accounting call is in flight, or
+# within flush=, are merged into one script call; the counters equal the
+# provider's ground truth after it; a pending batch is written before the
+# worker exits (quit, reload); a batch the store does not take is counted
+# once in shared memory with fail_open=on and dropped, logged per request,
+# with fail_open=off. flush= is checked by nginx -t.
+use strict;
+use warnings;
+use lib 't/lib';
+use Gw;
+use GwConf;
+use GwMeter;
+use GwRedis;
+use Test::More;
+use Time::HiRes ();
+use List::Util ();
+use POSIX ();
+
+Gw::need_module();
+GwRedis::need_redis();
+
+my ($IN, $OUT) = (7, 5);   # what the provider bills per request
+my $mock = Gw::Mock->start();
+my $rd = GwRedis->start();
+
+sub conf {
+    my (%o) = @_;
+    my $store = "llm_gateway_store redis://127.0.0.1:%%RPORT%%" . ($o{store} ? " $o{store}" : '') . ";\n";
+    return GwMeter::conf(users => [$o{user} // 'llm_gateway_user bat key=sk-bat-84 group=gb;'],
+                         http => "llm_gateway_price mock/gpt-4o-mini input=1 output=1;\n" . $store);
+}
+
+sub gateway {
+    my (%o) = @_;
+    return Gw::Nginx->start(workers => $o{workers} // 1, conf => conf(%o),
+                            vars => { MOCK => $mock->port, RPORT => $o{rport} // $rd->port });
+}
+
+sub answer {
+    my (%o) = @_;
+    return { %o, json => { id => 'chatcmpl-b', object => 'chat.completion', created => 1, model => 'gpt-4o-mini',
+                           choices => [{ index => 0, message => { role => 'assistant', content => 'ok' },
+                                         finish_reason => 'stop' }],
+                           usage => { prompt_tokens => $IN, completion_tokens => $OUT,
+                                      total_tokens => $IN + $OUT } } };
+}
+
+# Every answer of the mock bills $IN + $OUT from now on.
+sub prime { my (%o) = @_; $mock->reset; $mock->script(answer(times => 1000, %o)); }
+
+sub key_of { my ($kind, $id, $metric, $r) = @_; GwRedis::key($kind, $id, $metric, 'day', time) }
+sub counted { my ($kind, $id, $metric, $r) = @_; ($r // $rd)->get_num(key_of($kind, $id, $metric)) }
+
+# ------------------------------------------------------------------ merged
+
+subtest 'concurrent requests: accounting merged into few calls, counters exact' => sub {
+    $rd->cli('FLUSHALL');
+    my $ng = gateway(store => 'flush=300ms');
+    GwMeter::wait_second_below(50);
+    prime();
+    is(GwMeter::chat($ng, 'sk-bat-84')->{status}, 200, 'warm-up request 200');
+    ok(Gw::wait_until(sub { counted('user', 'bat', 'tokout') == $OUT }, timeout => 3), 'warm-up accounted');
+    $rd->cli('CONFIG', 'RESETSTAT');
+    my $n = 24;
+    prime(delay_ms => 100);
+    my @res = Gw::parallel($n, sub { GwMeter::chat($ng, 'sk-bat-84', timeout => 20)->{status} }, timeout => 60);
+    is(scalar(grep { $_ == 200 } @res), $n, "all $n answered 200");
+    my $ok = Gw::wait_until(sub { counted('user', 'bat', 'tokout') == $OUT * ($n + 1) }, timeout => 3);
+    ok($ok, 'within the flush interval every request is counted');
+    is(counted('user', 'bat', 'tokin'), $IN * ($n + 1), 'user tokin exact');
+    is(counted('group', 'gb', 'tokout'), $OUT * ($n + 1), 'group tokout exact');
+    is(counted('total', 'all', 'cost'), ($IN + $OUT) * ($n + 1), 'total cost exact');
+    is(counted('model', 'mock/gpt-4o-mini', 'req'), $n + 1, 'model requests exact');
+    is(counted('user', 'bat', 'req'), $n + 1, 'user requests exact (counted at admission)');
+    my $u = GwMeter::row(GwMeter::usage($ng), user => 'bat');
+    is($u->{tokensOutPerDay}, $OUT * ($n + 1), 'the usage API shows them');
+    my $calls = $rd->calls('evalsha');
+    my $accounting = $calls - $n;   # one admission script call per request
+    cmp_ok($accounting, '<=', 3, "$n requests accounted in $accounting script calls");
+    cmp_ok($accounting, '>=', 1, 'and accounted at all');
+    # 60 counters per batch (the same user, group, model): far fewer than
+    # the 60 per request written without batches.
+    my $incrby = $rd->calls('incrby') - 12 * $n;   # the admissions' own (req x 4 windows x 3 scopes)
+    cmp_ok($incrby, '<=', 60 * $accounting, "the accounting wrote $incrby counters (not " . 60 * $n . ')');
+    diag("$n concurrent requests: $accounting accounting calls, $incrby counter increments");
+    is(GwMeter::log_lines($ng, qr/limit store .* failed|accounting dropped/), 0, 'no store failure, nothing dropped');
+    $ng->stop;
+};
+
+subtest 'default: one request alone is written at once' => sub {
+    $rd->cli('FLUSHALL');
+    my $ng = gateway();
+    GwMeter::wait_second_below(55);
+    prime();
+    is(GwMeter::chat($ng, 'sk-bat-84')->{status}, 200, 'request 200');
+    my $t0 = Time::HiRes::time();
+    ok(Gw::wait_until(sub { counted('user', 'bat', 'tokout') == $OUT }, timeout => 2, interval => 0.005),
+       sprintf 'counted %.0f ms after the answer', 1000 * (Time::HiRes::time() - $t0));
+    cmp_ok(Time::HiRes::time() - $t0, '<', 0.5, 'without waiting for a timer');
+    $ng->stop;
+};
+
+subtest 'flush=1s: written after the interval, not before' => sub {
+    $rd->cli('FLUSHALL');
+    my $ng = gateway(store => 'flush=1s');
+    GwMeter::wait_second_below(55);
+    prime();
+    is(GwMeter::chat($ng, 'sk-bat-84')->{status}, 200, 'request 200');
+    my $t0 = Time::HiRes::time();
+    is(counted('user', 'bat', 'tokout'), 0, 'not yet written just after the answer');
+    is(counted('user', 'bat', 'req'), 1, 'the admission itself is not delayed');
+    ok(Gw::wait_until(sub { counted('user', 'bat', 'tokout') == $OUT }, timeout => 3, interval => 0.02),
+       'written within the interval');
+    my $dt = Time::HiRes::time() - $t0;
+    cmp_ok($dt, '>', 0.7, sprintf 'after about one second (%.2f s)', $dt);
+    $ng->stop;
+};
+
+# ------------------------------------------------------------- worker exit
+
+subtest 'a pending batch is written before the worker exits: quit and reload' => sub {
+    $rd->cli('FLUSHALL');
+    my $ng = gateway(store => 'flush=1s');
+    GwMeter::wait_second_below(50);
+    prime();
+    is(GwMeter::chat($ng, 'sk-bat-84')->{status}, 200, "request $_ 200") for 1 .. 3;
+    is(counted('user', 'bat', 'tokout'), 0, 'pending: not yet in Redis');
+    my @old = $ng->worker_pids;
+    ok($ng->reload, 'reload');
+    ok(Gw::wait_until(sub { !grep { Gw::_alive($_) } @old }, timeout => 5), 'the old worker exited');
+    is(counted('user', 'bat', 'tokout'), 3 * $OUT, 'its batch was written before it exited');
+    is(GwMeter::chat($ng, 'sk-bat-84')->{status}, 200, "request $_ on the new worker 200") for 4 .. 5;
+    my $master = $ng->master_pid;
+    kill 'QUIT', $master;
+    ok(Gw::wait_until(sub { !Gw::_alive($master) }, timeout => 5), 'nginx quit');
+    is(counted('user', 'bat', 'tokout'), 5 * $OUT, 'the new worker\'s batch was written before it exited');
+    is(counted('group', 'gb', 'tokin'), 5 * $IN, 'group tokin exact');
+    is(GwMeter::log_lines($ng, qr/limit store .* failed|accounting dropped/), 0, 'no store failure, nothing dropped');
+    $ng->stop;
+};
+
+# ------------------------------------------------------------ failed flush
+
+subtest 'fail_open=on: a batch the store does not take is counted once in shared memory' => sub {
+    my $r2 = GwRedis->start();
+    # 20 tokens a day: one request (12) fits, two (24) do not.
+    my $ng = gateway(store => 'flush=1s fail_open=on', rport => $r2->port,
+                     user => 'llm_gateway_user bat key=sk-bat-84 group=gb tokens_per_day=20;');
+    $ng->allow_log(qr/limit store .* failed/);
+    GwMeter::wait_second_below(45);
+    prime();
+    is(GwMeter::chat($ng, 'sk-bat-84')->{status}, 200, 'request 1 (admitted by Redis): 200');
+    $r2->kill9;
+    Time::HiRes::sleep(1.5);   # past the flush interval: the batch was tried
+    is(scalar(GwMeter::log_lines($ng, qr/limit store .* failed/)), 1, 'the flush failed: the latch opened');
+    is(GwMeter::chat($ng, 'sk-bat-84')->{status}, 200, 'request 2 (shared memory: 12 of 20 spent): 200');
+    my $r3 = GwMeter::chat($ng, 'sk-bat-84');
+    is($r3->{status}, 429, 'request 3: 429, request 1 and 2 were counted in shared memory (24 of 20)');
+    is(GwMeter::log_lines($ng, qr/accounting dropped/), 0, 'nothing dropped');
+    $ng->stop;
+    $r2->stop;
+};
+
+subtest 'fail_open=off: a batch the store does not take is dropped, logged per request' => sub {
+    my $r2 = GwRedis->start();
+    my $ng = gateway(store => 'flush=1s fail_open=off', rport => $r2->port);
+    $ng->allow_log(qr/limit store .* failed/, qr/accounting dropped/);
+    GwMeter::wait_second_below(50);
+    prime();
+    is(GwMeter::chat($ng, 'sk-bat-84')->{status}, 200, "request $_: 200") for 1 .. 2;
+    $r2->kill9;
+    ok(Gw::wait_until(sub { GwMeter::log_lines($ng, qr/accounting dropped/) >= 2 }, timeout => 4, interval => 0.05),
+       'the flush failed');
+    my @lines = GwMeter::log_lines($ng, qr/accounting dropped/);
+    is(scalar @lines, 2, 'one line per request of the batch');
+    like($lines[0] // '', qr/\[error\] .*llm_gateway: accounting dropped: the limit store is unavailable; sample dropped/,
+         'the line says why');
+    $ng->stop;
+    $r2->stop;
+};
+
+# ------------------------------------------------------------------ config
+
+subtest 'flush= is checked by nginx -t' => sub {
+    for my $case (['flush=2s', qr/llm_gateway_store: flush= must be a time from 0 to 1s \(e\.g\. flush=10ms\), not "2s"/],
+                  ['flush=soon', qr/flush= must be a time from 0 to 1s \(e\.g\. flush=10ms\), not "soon"/]) {
+        my ($rc, $out, $file) = Gw::nginx_t(conf(store => $case->[0]), vars => { MOCK => 1, RPORT => 1 });
+        isnt($rc, 0, "$case->[0]: nginx -t fails");
+        like($out, $case->[1], "$case->[0]: the sentence says why");
+        like($out, qr/ in \Q$file\E:\d+/, "$case->[0]: file and line");
+    }
+    my ($rc, $out) = Gw::nginx_t(conf(store => 'flush=0 fail_open=on'), vars => { MOCK => 1, RPORT => 1 });
+    is($rc, 0, 'flush=0: accepted') or diag($out);
+};
+
+$rd->stop;
+$mock->stop;
+done_testing;
