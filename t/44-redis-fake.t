@@ -73,8 +73,10 @@ for my $c (@cases) {
 subtest 'probe after 5 s against a garbage store' => sub {
     my $fk = GwRedis::Fake->start(reply => "*1\r\n*1\r\n:1\r\n");
     my $P = $fk->port;
+    # (a request limit: the admission asks the store; a user without one is
+    # admitted without a store call, docs/store.md#accounting-batches)
     my $ng = Gw::Nginx->start(workers => 1, vars => { MOCK => $mock->port },
-        conf => GwMeter::conf(users => ['llm_gateway_user alice key=sk-alice-44 group=eng;'],
+        conf => GwMeter::conf(users => ['llm_gateway_user alice key=sk-alice-44 group=eng requests_per_minute=100;'],
                               http => "llm_gateway_store redis://127.0.0.1:$P;\n"));
     my @pids = $ng->worker_pids;
     is(GwMeter::chat($ng, 'sk-alice-44')->{status}, 200, 'first request 200');

@@ -20,7 +20,9 @@ my $mock = Gw::Mock->start();
 my $rd = GwRedis->start();
 my $P = $rd->port;
 
-my @USERS = ('llm_gateway_user alice key=sk-alice-47 group=eng;');
+# A request limit: the admission asks the store (a user without one is
+# admitted without a store call, docs/store.md#accounting-batches).
+my @USERS = ('llm_gateway_user alice key=sk-alice-47 group=eng requests_per_day=100000;');
 my $FAULT_RE = qr/\[error\] (\d+)#\d+: llm_gateway: handling a store reply failed: std::bad_alloc$/;
 
 sub gateway {

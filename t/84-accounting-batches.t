@@ -5,7 +5,9 @@
 # provider's ground truth after it; a pending batch is written before the
 # worker exits (quit, reload); a batch the store does not take is counted
 # once in shared memory with fail_open=on and dropped, logged per request,
-# with fail_open=off. flush= is checked by nginx -t.
+# with fail_open=off. A user without a request limit is admitted without a
+# store call (fail_open=on): its request counts go with the accounting.
+# flush= is checked by nginx -t.
 use strict;
 use warnings;
 use lib 't/lib';
@@ -28,7 +30,10 @@ my $rd = GwRedis->start();
 sub conf {
     my (%o) = @_;
     my $store = "llm_gateway_store redis://127.0.0.1:%%RPORT%%" . ($o{store} ? " $o{store}" : '') . ";\n";
-    return GwMeter::conf(users => [$o{user} // 'llm_gateway_user bat key=sk-bat-84 group=gb;'],
+    # bat has a request limit (its admission asks the store and writes its
+    # request counts); free has none.
+    return GwMeter::conf(users => [$o{user} // 'llm_gateway_user bat key=sk-bat-84 group=gb requests_per_day=100000;',
+                                   'llm_gateway_user free key=sk-free-84 group=gf;'],
                          http => "llm_gateway_price mock/gpt-4o-mini input=1 output=1;\n" . $store);
 }
 
@@ -80,10 +85,11 @@ subtest 'concurrent requests: accounting merged into few calls, counters exact' 
     my $accounting = $calls - $n;   # one admission script call per request
     cmp_ok($accounting, '<=', 3, "$n requests accounted in $accounting script calls");
     cmp_ok($accounting, '>=', 1, 'and accounted at all');
-    # 60 counters per batch (the same user, group, model): far fewer than
-    # the 60 per request written without batches.
-    my $incrby = $rd->calls('incrby') - 12 * $n;   # the admissions' own (req x 4 windows x 3 scopes)
-    cmp_ok($incrby, '<=', 60 * $accounting, "the accounting wrote $incrby counters (not " . 60 * $n . ')');
+    # The admissions write bat's req in 4 windows; the accounting, 68
+    # counters per call (tokens and cost of bat, and req too of the group
+    # and total, which no request limit reads; model; provider attempts).
+    my $incrby = $rd->calls('incrby') - 4 * $n;
+    cmp_ok($incrby, '<=', 68 * $accounting, "the accounting wrote $incrby counters (not " . 68 * $n . ')');
     diag("$n concurrent requests: $accounting accounting calls, $incrby counter increments");
     is(GwMeter::log_lines($ng, qr/limit store .* failed|accounting dropped/), 0, 'no store failure, nothing dropped');
     $ng->stop;
@@ -116,6 +122,42 @@ subtest 'flush=1s: written after the interval, not before' => sub {
     my $dt = Time::HiRes::time() - $t0;
     cmp_ok($dt, '>', 0.7, sprintf 'after about one second (%.2f s)', $dt);
     $ng->stop;
+};
+
+# ------------------------------------------------- no request limit, no call
+
+subtest 'no request limit: admitted without a store call, counted with the accounting' => sub {
+    $rd->cli('FLUSHALL');
+    my $ng = gateway();
+    GwMeter::wait_second_below(55);
+    prime();
+    is(GwMeter::chat($ng, 'sk-free-84')->{status}, 200, 'warm-up 200');
+    ok(Gw::wait_until(sub { counted('user', 'free', 'req') == 1 }, timeout => 2), 'warm-up counted');
+    $rd->cli('CONFIG', 'RESETSTAT');
+    my $n = 5;
+    is(GwMeter::chat($ng, 'sk-free-84')->{status}, 200, "request $_ 200") for 1 .. $n;
+    ok(Gw::wait_until(sub { counted('total', 'all', 'req') == $n + 1 }, timeout => 2, interval => 0.01),
+       'total requests exact');
+    is(counted('user', 'free', 'req'), $n + 1, 'user requests exact');
+    is(counted('group', 'gf', 'req'), $n + 1, 'group requests exact');
+    is(counted('user', 'free', 'tokout'), ($n + 1) * $OUT, 'user tokout exact');
+    is($rd->calls('evalsha'), $n, "$n script calls for $n requests: the accounting's only");
+    my $row = GwMeter::row(GwMeter::usage($ng), user => 'free');
+    is($row->{requestsPerDay}, $n + 1, 'the usage API shows them');
+    $ng->stop;
+
+    # fail_open=off keeps the admission call: it is what refuses requests
+    # while the store is down.
+    $rd->cli('FLUSHALL');
+    my $closed = gateway(store => 'fail_open=off');
+    is(GwMeter::chat($closed, 'sk-free-84')->{status}, 200, 'fail_open=off: warm-up 200');
+    ok(Gw::wait_until(sub { counted('user', 'free', 'tokout') == $OUT }, timeout => 2), 'warm-up accounted');
+    $rd->cli('CONFIG', 'RESETSTAT');
+    is(GwMeter::chat($closed, 'sk-free-84')->{status}, 200, "fail_open=off: request $_ 200") for 1 .. $n;
+    ok(Gw::wait_until(sub { counted('user', 'free', 'tokout') == ($n + 1) * $OUT }, timeout => 2), 'accounted');
+    is($rd->calls('evalsha'), 2 * $n, "fail_open=off: $n admission and $n accounting calls");
+    is(counted('user', 'free', 'req'), $n + 1, 'fail_open=off: user requests exact');
+    $closed->stop;
 };
 
 # ------------------------------------------------------------- worker exit

@@ -211,3 +211,18 @@ TEST(Accounting, OneDeltaWithStamps) {
         }
     }
 }
+
+TEST(Accounting, AdmittedRequestDeltasCountOneRequestInEachDeferredScope) {
+    AdmissionPlan plan;
+    plan.deferred = {{"user", "alice"}, {"total", "all"}};
+    const std::vector<ScopeDelta> d = admitted_request_deltas(plan);
+    ASSERT_EQ(d.size(), 2u);
+    EXPECT_EQ(d[0].kind, "user");
+    EXPECT_EQ(d[0].id, "alice");
+    EXPECT_EQ(d[1].kind, "total");
+    for (const ScopeDelta& x : d) {
+        EXPECT_TRUE(x.overflow_id.empty());
+        for (int m = 0; m < kMetricCount; ++m) EXPECT_EQ(x.delta[m], m == kMetricReq ? 1 : 0) << m;
+    }
+    EXPECT_TRUE(admitted_request_deltas(AdmissionPlan{}).empty());
+}

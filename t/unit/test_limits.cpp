@@ -281,6 +281,37 @@ TEST(Admission, AdmitAndRejectIncrementsWithTtls) {
     }
 }
 
+// A shared store (defer_unchecked): a scope no request limit checks gets
+// no admit increments; it is listed in deferred, in scope order, and its
+// count goes with the accounting (admitted_request_deltas).
+TEST(Admission, DeferUncheckedScopesOfASharedStore) {
+    Limits rpm;
+    rpm.requests_per_minute = 5;
+    Limits tok;
+    tok.tokens_per_day = 100;   // reads tokens, not requests
+    const std::vector<Scope> scopes = {{"user", "alice", &tok}, {"group", "eng", &rpm}, {"total", "all", nullptr}};
+    const AdmissionPlan p = build_admission_plan(scopes, kNow, false, 0, true);
+    ASSERT_EQ(p.admit.size(), 4u) << "the group's req in four windows only";
+    for (int i = 0; i < kWindowCount; ++i) {
+        EXPECT_EQ(p.admit[i].key, key("group", "eng", "req", static_cast<Window>(i)));
+    }
+    ASSERT_EQ(p.deferred.size(), 2u);
+    EXPECT_EQ(p.deferred[0], std::make_pair(std::string("user"), std::string("alice")));
+    EXPECT_EQ(p.deferred[1], std::make_pair(std::string("total"), std::string("all")));
+    EXPECT_EQ(p.reject.size(), 3u) << "rejections are still counted at once in every scope";
+    EXPECT_EQ(p.checks.size(), 2u);
+    // Without defer_unchecked (the default, and shared memory) nothing moves.
+    const AdmissionPlan q = build_admission_plan(scopes, kNow, false);
+    EXPECT_EQ(q.admit.size(), 12u);
+    EXPECT_TRUE(q.deferred.empty());
+    // No limit at all: nothing to check and nothing to write at admission.
+    const AdmissionPlan free = build_admission_plan({{"user", "bob", nullptr}, {"total", "all", nullptr}}, kNow, false,
+                                                    0, true);
+    EXPECT_TRUE(free.checks.empty());
+    EXPECT_TRUE(free.admit.empty());
+    EXPECT_EQ(free.deferred.size(), 2u);
+}
+
 // ---- execution against the fake store ----
 
 TEST(Admission, FiftyOfTwoHundredAdmittedAtRpm50) {

@@ -76,6 +76,16 @@ std::vector<ScopeDelta> accounting_deltas(const AccountingInput& in) {
     return out;
 }
 
+std::vector<ScopeDelta> admitted_request_deltas(const AdmissionPlan& plan) {
+    std::vector<ScopeDelta> out(plan.deferred.size());
+    for (std::size_t i = 0; i < plan.deferred.size(); ++i) {
+        out[i].kind = plan.deferred[i].first;
+        out[i].id = plan.deferred[i].second;
+        out[i].delta[kMetricReq] = 1;
+    }
+    return out;
+}
+
 WindowStamps::WindowStamps(std::time_t now, bool in_process) {
     for (int i = 0; i < kWindowCount; ++i) {
         const Window w = static_cast<Window>(i);

@@ -72,6 +72,10 @@ struct ScopeDelta {
 // also gets req (the served model's request counter).
 std::vector<ScopeDelta> accounting_deltas(const AccountingInput& in);
 
+// An admitted request's counts in the scopes its plan deferred
+// (AdmissionPlan::deferred): req 1 in each; the deltas view the plan.
+std::vector<ScopeDelta> admitted_request_deltas(const AdmissionPlan& plan);
+
 // The four windows' buckets and TTLs at one moment, stamped once for a
 // batch of deltas.
 struct WindowStamps {

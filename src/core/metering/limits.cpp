@@ -240,9 +240,11 @@ std::string set_limit_number(Limits& l, std::string_view name, double value, boo
 }
 
 AdmissionPlan build_admission_plan(const std::vector<Scope>& scopes, std::time_t now, bool in_process,
-                                   std::int64_t reserve_ttl) {
+                                   std::int64_t reserve_ttl, bool defer_unchecked) {
     AdmissionPlan plan;
-    for (const Scope& s : scopes) {
+    std::vector<bool> counted(scopes.size(), !defer_unchecked);   // whose req counters the admission writes
+    for (std::size_t si = 0; si < scopes.size(); ++si) {
+        const Scope& s = scopes[si];
         if (s.limits == nullptr) continue;
         const std::size_t first_check = plan.checks.size();
         bool reserves[3] = {false, false, false};   // by Measure
@@ -261,6 +263,7 @@ AdmissionPlan build_admission_plan(const std::vector<Scope>& scopes, std::time_t
             ch.message = violation_message(s, c, limit);
             ch.measure = c.measure;
             ch.window = c.window;
+            if (c.measure == Measure::Requests) counted[si] = true;
             if (reserve_ttl > 0 && c.measure != Measure::Requests) {
                 ch.reserved_record = reserved_record_key(s.kind, s.id);
                 ch.reserved_oldest = oldest_live_slot(now, reserve_ttl);
@@ -281,10 +284,15 @@ AdmissionPlan build_admission_plan(const std::vector<Scope>& scopes, std::time_t
         }
     }
     const std::string day = bucket(Window::Day, now);
-    for (const Scope& s : scopes) {
-        for (int i = 0; i < kWindowCount; ++i) {
-            const Window w = static_cast<Window>(i);
-            plan.admit.push_back(Incr{counter_key(s.kind, s.id, "req", w, bucket(w, now)), 1, ttl_for(w, in_process)});
+    for (std::size_t si = 0; si < scopes.size(); ++si) {
+        const Scope& s = scopes[si];
+        if (!counted[si]) {
+            plan.deferred.emplace_back(s.kind, s.id);
+        } else {
+            for (int i = 0; i < kWindowCount; ++i) {
+                const Window w = static_cast<Window>(i);
+                plan.admit.push_back(Incr{counter_key(s.kind, s.id, "req", w, bucket(w, now)), 1, ttl_for(w, in_process)});
+            }
         }
         if (s.kind == "user" || s.kind == "group" || s.kind == "total") {
             plan.reject.push_back(Incr{counter_key(s.kind, s.id, "rej", Window::Day, day), 1,

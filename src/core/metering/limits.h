@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/metering/keys.h"
@@ -112,6 +113,12 @@ struct AdmissionPlan {
     // each of the request's amount of its measure (an amount of 0 writes
     // nothing).
     std::vector<Reservation> reserve;
+    // With defer_unchecked (a shared store): the scopes (kind, id) whose
+    // request counters no check reads. Their admission increments are not
+    // in `admit`: the store counts them behind, with the accounting
+    // (admitted_request_deltas, core/metering/accounting.h;
+    // docs/store.md#accounting-batches).
+    std::vector<std::pair<std::string, std::string>> deferred;
 };
 
 // scopes: the request's user, group and total scopes (more may follow).
@@ -122,8 +129,10 @@ struct AdmissionPlan {
 // checks also sum the scope's live reserved counters, and the admission
 // reserves in the current slot of every scope with a limit of that measure
 // (each request's ReserveAmounts; see core/metering/reservation.h).
+// defer_unchecked: a scope without a request limit gets no admit
+// increments; it is listed in deferred instead.
 AdmissionPlan build_admission_plan(const std::vector<Scope>& scopes, std::time_t now, bool in_process,
-                                   std::int64_t reserve_ttl = 0);
+                                   std::int64_t reserve_ttl = 0, bool defer_unchecked = false);
 
 struct AdmissionResult {
     bool admitted = true;

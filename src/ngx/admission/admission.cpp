@@ -70,8 +70,12 @@ bool priced_or_allowed(ngx_http_request_t* r, RequestCtx* ctx, MainConf* mcf) {
 // second), so each worker keeps the plans of the current second, shared with
 // the admissions still waiting for the store and never changed (a request's
 // reservation travels beside it).
+// defer_unchecked: a shared store with fail_open=on counts the request in
+// the scopes no request limit checks with the accounting, behind
+// (docs/store.md#accounting-batches); with fail_open=off the admission call
+// stays, since it is also what refuses requests while the store is down.
 const std::shared_ptr<const AdmissionPlan>& plan_for(PlanCache& pc, const RequestCtx& ctx, std::time_t now,
-                                                     bool in_process, std::int64_t reserve_ttl) {
+                                                     bool in_process, std::int64_t reserve_ttl, bool defer_unchecked) {
     if (pc.dir != ctx.auth.directory.get() || pc.plans[0].size() + pc.plans[1].size() > 4096) {
         pc.dir = ctx.auth.directory.get();   // users were reloaded: their addresses may be reused
         pc.plans[0].clear();
@@ -79,7 +83,8 @@ const std::shared_ptr<const AdmissionPlan>& plan_for(PlanCache& pc, const Reques
     }
     PlanCache::Cached& c = pc.plans[ctx.auth.is_admin_traffic ? 1 : 0][ctx.auth.user];
     if (c.second != now || c.plan == nullptr) {
-        c.plan = std::make_shared<const AdmissionPlan>(build_admission_plan(request_scopes(ctx), now, in_process, reserve_ttl));
+        c.plan = std::make_shared<const AdmissionPlan>(build_admission_plan(request_scopes(ctx), now, in_process, reserve_ttl,
+                                                                          defer_unchecked));
         c.second = now;
     }
     return c.plan;
@@ -156,7 +161,8 @@ ngx_int_t admit_request(ngx_http_request_t* r, RequestCtx* ctx) {
     Worker* w = worker();
     if (store == nullptr || w == nullptr) return NGX_HTTP_INTERNAL_SERVER_ERROR;
     std::shared_ptr<const AdmissionPlan> plan =
-        plan_for(w->plans, *ctx, ngx_time(), store_uses_in_process_ttls(mcf), mcf->reserve_ttl);
+        plan_for(w->plans, *ctx, ngx_time(), store_uses_in_process_ttls(mcf), mcf->reserve_ttl,
+                 mcf->state->store != nullptr && mcf->state->store->fail_open);
     if (mcf->ratelimit_headers && !ctx->auth.is_admin_traffic) ctx->admission.limit_shapes = limit_shapes(*plan);
     // Reservations: this request's worst case (a request that reserves
     // nothing, zeros).

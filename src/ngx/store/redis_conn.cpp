@@ -39,14 +39,14 @@ RedisConn::~RedisConn() {
     done_.clear();   // never run callbacks from a destructor
 }
 
-// A worker that is shutting down opens no connection: cb fails (posted).
-// While it shuts down gracefully, an open connection still takes commands:
-// the accounting of the requests it finishes (written at once, so the
-// store has them even when the worker exits before their replies), and its
-// idle reservation leases given back.
+// A worker that is terminating (fast shutdown) sends nothing more: cb fails
+// (posted). While it shuts down gracefully the connection still takes
+// commands, and is opened when it has none: the accounting of the requests
+// it finishes and its pending batch (docs/store.md#accounting-batches), and
+// its idle reservation leases given back. The call time-out's timer then
+// keeps the worker until the replies come (arm_timer), at most `timeout`.
 bool RedisConn::shutting_down(Callback& cb) {
-    if (!ngx_exiting && !ngx_terminate) return false;
-    if (ngx_exiting && !ngx_terminate && ready_) return false;
+    if (!ngx_terminate) return false;
     done_.push_back({std::move(cb), {"worker is shutting down", {}}});
     if (!post_.posted) {
         ngx_post_event(&post_, &ngx_posted_events);
@@ -97,6 +97,9 @@ void RedisConn::arm_timer() {
     ngx_msec_t now = ngx_current_msec;
     ngx_msec_t d = batches_.front().deadline;
     ngx_msec_t wait = d > now ? d - now : 1;
+    // A worker shutting down gracefully waits for its store calls (nginx
+    // exits a worker once only cancelable timers are left).
+    timer_.cancelable = ngx_exiting ? 0 : 1;
     ngx_add_timer(&timer_, wait);   // re-adds when already set
 }
 

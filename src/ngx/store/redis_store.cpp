@@ -45,6 +45,10 @@ struct PendingAccounting {
 // A batch is written at once when it holds this many requests, even while
 // another is in flight or its flush interval has not passed.
 constexpr std::size_t kMaxBatchRequests = 256;
+// With flush=0, the request counts an admission leaves to the accounting
+// (AdmissionPlan::deferred) wait at most this long for an accounting of the
+// worker (the request's own, or any other's) to carry them.
+constexpr ngx_msec_t kDeferredCountMs = 1000;
 
 // An op key lives this long (docs/store.md): a call and its cancel must
 // reach the store within it of each other. Short, because every call leaves
@@ -148,6 +152,18 @@ public:
     // the callbacks hold it rather than a copy. The command is written
     // straight into the worker's scratch buffer, then into the connection's.
     void admit(std::shared_ptr<const AdmissionPlan> plan, const ReserveAmounts& amounts, AdmitDone done) override {
+        // Nothing to check or to write at once (no limit reads the scopes'
+        // counters; their request counts go with the accounting): admitted
+        // without a store call, unless the latch is open.
+        if (plan->checks.empty() && plan->admit.empty() && plan->reserve.empty() && !latch().open()) {
+            ngx_log_debug1(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
+                           "llm_gateway: admitted without a store call (no limit to check); %uz scope request "
+                           "counts go with the accounting",
+                           plan->deferred.size());
+            count_deferred(*plan);
+            done(StoreReply{}, AdmissionResult{});
+            return;
+        }
         if (!latch().should_try(now_ms())) return degraded_admit(plan, amounts, std::move(done));
         send_cancels();
         auto op = std::make_shared<std::string>(next_op());
@@ -438,7 +454,10 @@ private:
         if (!decode_admit_reply(v, *plan, res, err)) return failed_admit(err, plan, amounts, ticket, std::move(done));
         latch().on_success(now_ms());
         if (ticket) leases_.answered(ticket.get(), *plan, amounts, res.admitted, res.used);
-        if (res.admitted) res.lease = ticket;
+        if (res.admitted) {
+            res.lease = ticket;
+            count_deferred(*plan);
+        }
         done(StoreReply{}, res);
     }
 
@@ -450,8 +469,31 @@ private:
     }
 
     void degraded_admit(const PlanPtr& plan, const ReserveAmounts& amounts, AdmitDone done) {
-        if (settings_->fail_open) return fallback_->admit(plan, amounts, std::move(done));
-        done(StoreReply{StoreStatus::Error, "the limit store is unavailable"}, AdmissionResult{});
+        if (!settings_->fail_open) {
+            return done(StoreReply{StoreStatus::Error, "the limit store is unavailable"}, AdmissionResult{});
+        }
+        if (plan->deferred.empty()) return fallback_->admit(plan, amounts, std::move(done));
+        fallback_->admit(plan, amounts, [this, plan, done = std::move(done)](const StoreReply& rep,
+                                                                             const AdmissionResult& res) {
+            if (rep.status == StoreStatus::Ok && res.admitted) count_deferred(*plan);
+            done(rep, res);
+        });
+    }
+
+    // An admitted request's counts in the scopes its plan left to the
+    // accounting (AdmissionPlan::deferred): they join the pending batch
+    // without writing it, so they travel with the request's own
+    // accounting, or at the latest kDeferredCountMs (flush= when set)
+    // later; while the latch is open (fail_open: deferral is only planned
+    // with it) they are counted in shared memory.
+    void count_deferred(const AdmissionPlan& plan) {
+        if (plan.deferred.empty()) return;
+        const std::vector<ScopeDelta> d = admitted_request_deltas(plan);
+        if (latch().open()) return fallback_->settle(d, HeldReservation(), ngx_time(), WriteDone());
+        pending_->merged.add(d, ngx_time());
+        if (!flush_ev_.timer_set) {
+            ngx_add_timer(&flush_ev_, settings_->flush_ms > 0 ? settings_->flush_ms : kDeferredCountMs);
+        }
     }
 
     // Writes the pending batch: one call of the accounting script, or the
@@ -459,7 +501,7 @@ private:
     // it before the clients have their answers.
     void flush() {
         if (flush_ev_.timer_set) ngx_del_timer(&flush_ev_);
-        if (pending_->requests == 0) return;
+        if (pending_empty()) return;
         std::shared_ptr<PendingAccounting> batch = std::move(pending_);
         pending_ = std::make_shared<PendingAccounting>();
         if (!latch().should_try(now_ms())) return degraded_batch(*batch);
@@ -482,9 +524,12 @@ private:
                              queue_cancel(cancel_account_command(incrs->plain, incrs->groups, *op, kOpTtl));
                          }
                          finish_batch(err, replies, *batch);
+                         // (Request counts alone wait for a settle or their timer.)
                          if (settings_->flush_ms == 0 && flushes_in_flight_ == 0 && pending_->requests > 0) flush();
                      });
     }
+
+    bool pending_empty() const { return pending_->requests == 0 && pending_->merged.empty(); }
 
     static void on_flush_timer(ngx_event_t* ev) {
         try {
