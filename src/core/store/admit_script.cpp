@@ -13,7 +13,7 @@ namespace {
 // Redis runs Lua 5.1: numbers are doubles and globals are forbidden. Every
 // int64 stays decimal text until split into hi * 1e9 + lo (both exact as
 // doubles), so sums and comparisons are exact over the whole int64 range.
-const char kScript[] = R"LUA(-- llmgw admission v6: KEYS/ARGV layout in src/core/store/admit_script.h
+const char kScript[] = R"LUA(-- llmgw admission v7: KEYS/ARGV layout in src/core/store/admit_script.h
 local B = 1000000000
 local function split(s)
   local neg = string.sub(s, 1, 1) == '-'
@@ -104,6 +104,21 @@ local rejected = nil
 local used = {}
 -- whether a grant fits, by hash and measure
 local grant = {}
+-- every check's counters (not the reserved hashes) read with one MGET
+local plain = {}
+do
+  local aa, kk = a, k
+  for i = 1, nchecks do
+    local nkeys = tonumber(ARGV[aa])
+    local np = nkeys
+    if ARGV[aa + 3] ~= '0' then np = nkeys - 1 end
+    for j = 0, np - 1 do plain[#plain + 1] = KEYS[kk + j] end
+    aa = aa + 4; kk = kk + nkeys
+  end
+end
+local vals = {}
+if #plain > 0 then vals = redis.call('MGET', unpack(plain)) end
+local vi = 0
 for i = 1, nchecks do
   local nkeys = tonumber(ARGV[a])
   local limit, add, rv = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
@@ -112,7 +127,8 @@ for i = 1, nchecks do
   if rv ~= '0' then nplain = nkeys - 1 end
   local sh, sl = 0, 0
   for j = 1, nplain do
-    local v = redis.call('GET', KEYS[k + j - 1])
+    vi = vi + 1
+    local v = vals[vi]
     if v then
       if string.len(v) > 20 or not string.match(v, '^%-?%d+$') then
         return redis.error_reply('llmgw: counter is not an integer: ' .. KEYS[k + j - 1])

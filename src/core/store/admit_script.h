@@ -6,8 +6,9 @@
 // ---- The admission script ----
 // One Lua script runs an AdmissionPlan atomically in the store with exactly
 // the semantics of execute_admission (core/limits.cpp):
-//   - checks in order, the first breach wins; a check sums its keys (GET,
-//     absent = 0); add > 0: breach when sum + add > limit; otherwise breach
+//   - checks in order, the first breach wins; a check sums its keys (all
+//     checks' counters read with one MGET, absent = 0; a key of another
+//     type reads as absent there, and fails the INCRBY that writes it); add > 0: breach when sum + add > limit; otherwise breach
 //     when sum >= limit. The arithmetic is exact over int64 (the script
 //     splits decimals into 1e9 limbs: no double rounding above 2^53);
 //   - no breach: the admit increments; a breach: the reject increments
@@ -28,8 +29,8 @@
 //     slot's, so the hash outlives its last live reservation by at most that
 //     reservation's lifetime). (One HSET per hash with the sums done in Lua
 //     costs Redis more than the HINCRBYs.)
-// A counter that is not an integer (or a key of another type) makes the
-// script reply an error; increments applied before it stay (Redis scripts
+// A counter that is not an integer (or a key of another type that the
+// script writes) makes the script reply an error; increments applied before it stay (Redis scripts
 // do not roll back), as with a store that fails half-way.
 //
 // Encoding (EVALSHA sha numkeys KEYS... ARGV...):
