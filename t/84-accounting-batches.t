@@ -160,6 +160,65 @@ subtest 'no request limit: admitted without a store call, counted with the accou
     $closed->stop;
 };
 
+# ------------------------------------------- limits hold under batching
+
+# Two replicas of two workers each on one Redis, 200 requests at once:
+# requests_per_minute=50 admits exactly 50 (the request counts of a limited
+# scope stay in the admission); in reserve mode a token budget of 50 worst
+# cases is never overspent; after one flush the counters equal what the
+# provider answered.
+subtest 'a burst of 200 across two replicas: no limit exceeded, counts exact' => sub {
+    my $MAXT = 20;
+    my $BODY = '{"model":"gpt-4o-mini","max_tokens":' . $MAXT . ',"messages":[{"role":"user","content":"hi"}]}';
+    my $W = int((length($BODY) + 3) / 4) + $MAXT;   # a request's worst case in tokens
+    for my $mode ('check', 'reserve') {
+        $rd->cli('FLUSHALL');
+        my $user = $mode eq 'check'
+            ? 'llm_gateway_user bat key=sk-bat-84 group=gb requests_per_minute=50;'
+            : 'llm_gateway_user bat key=sk-bat-84 group=gb tokens_per_day=' . (50 * $W) . ';';
+        my $conf = GwMeter::conf(users => [$user],
+            http => "llm_gateway_price mock/gpt-4o-mini input=1 output=1;\n"
+                  . ($mode eq 'reserve' ? "llm_gateway_budget_mode reserve;\n" : '')
+                  . "llm_gateway_store redis://127.0.0.1:%%RPORT%%;\n");
+        my @ngs = map { Gw::Nginx->start(workers => 2, conf => $conf, vars => { MOCK => $mock->port, RPORT => $rd->port }) }
+                  1 .. 2;
+        GwMeter::wait_second_below(45);
+        # The provider holds every answer 3 s: all 200 are admitted or
+        # refused before any settles.
+        prime(delay_ms => 3000);
+        my @st = Gw::parallel(200, sub {
+            my ($i) = @_;
+            Gw::http(POST => $ngs[$i % 2]->url('/v1/chat/completions'), body => $BODY, timeout => 30,
+                     headers => { Authorization => 'Bearer sk-bat-84', 'Content-Type' => 'application/json' })->{status};
+        }, timeout => 90);
+        my $ok = scalar grep { $_ == 200 } @st;
+        my $no = scalar grep { $_ == 429 } @st;
+        is($ok + $no, 200, "$mode: every request answered 200 or 429");
+        my $served = scalar @{ $mock->requests };
+        is($served, $ok, "$mode: the provider saw exactly the $ok admitted");
+        if ($mode eq 'check') {
+            is($ok, 50, 'check: requests_per_minute=50 admitted exactly 50 of 200');
+        } else {
+            cmp_ok($ok, '<=', 50, "reserve: $ok admitted, their worst cases within the budget of 50");
+            cmp_ok($ok, '>=', 40, 'reserve: and the budget was used (leases do not strand it)');
+        }
+        ok(Gw::wait_until(sub { counted('user', 'bat', 'tokout') == $OUT * $ok }, timeout => 3),
+           "$mode: tokens counted exactly after the flush");
+        is(counted('user', 'bat', 'req'), $ok, "$mode: user requests exact");
+        ok(Gw::wait_until(sub { counted('total', 'all', 'req') == $ok }, timeout => 3),
+           "$mode: total requests exact (written with the accounting)");
+        is(counted('user', 'bat', 'rej'), $no, "$mode: rejections exact");
+        is(counted('model', 'mock/gpt-4o-mini', 'tokin'), $IN * $ok, "$mode: model tokens exact");
+        if ($mode eq 'reserve') {
+            ok(Gw::wait_until(sub {
+                my %h = @{ [ split /\n/, $rd->cli('HGETALL', 'llmgw:user:bat:rsv') ] };
+                !grep { $_ != 0 } values %h;
+            }, timeout => 5), 'reserve: nothing stays reserved once all have settled');
+        }
+        $_->stop for @ngs;
+    }
+};
+
 # ------------------------------------------------------------- worker exit
 
 subtest 'a pending batch is written before the worker exits: quit and reload' => sub {

@@ -41,7 +41,7 @@ std::vector<Seen> seen(const MergedDeltas& m) {
 
 }  // namespace
 
-TEST(DeltaMerge, SameScopeAndSecondSummed) {
+TEST(DeltaMerge, SameScopeAndMinuteSummed) {
     MergedDeltas m;
     std::string alice = "alice";   // the caller's strings may go away after add
     m.add({delta("user", alice, 10, 100), delta("total", "all", 10, 100)}, 1000);
@@ -60,17 +60,21 @@ TEST(DeltaMerge, SameScopeAndSecondSummed) {
     EXPECT_EQ(s[2].tokin, 1);
 }
 
-TEST(DeltaMerge, SecondsKeptApartInOrder) {
+TEST(DeltaMerge, MinutesKeptApartInOrderSecondsOfOneMinuteMerged) {
     MergedDeltas m;
-    m.add({delta("user", "a", 1, 0)}, 2000);
-    m.add({delta("user", "a", 2, 0)}, 1999);   // a late settle of the second before
-    m.add({delta("user", "a", 4, 0)}, 2000);
+    m.add({delta("user", "a", 1, 0)}, 1800);   // 00:30:00
+    m.add({delta("user", "a", 2, 0)}, 1799);   // a late settle of the minute before
+    m.add({delta("user", "a", 4, 0)}, 1859);   // the last second of 00:30
     const auto s = seen(m);
     ASSERT_EQ(s.size(), 2u);
-    EXPECT_EQ(s[0].now, 2000);
+    EXPECT_EQ(s[0].now, 1800) << "stamped at the minute's first second";
     EXPECT_EQ(s[0].tokin, 5);
-    EXPECT_EQ(s[1].now, 1999);
+    EXPECT_EQ(s[1].now, 1740);
     EXPECT_EQ(s[1].tokin, 2);
+    // every window's bucket is the same at any second of a minute
+    for (int w = 0; w < kWindowCount; ++w) {
+        EXPECT_EQ(bucket(static_cast<Window>(w), 1800), bucket(static_cast<Window>(w), 1859)) << w;
+    }
 }
 
 TEST(DeltaMerge, OverflowIdAndKindArePartOfTheScope) {

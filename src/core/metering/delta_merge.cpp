@@ -13,10 +13,11 @@ std::int64_t saturating_add(std::int64_t a, std::int64_t b) {
 
 }  // namespace
 
-void MergedDeltas::add(const std::vector<ScopeDelta>& deltas, std::time_t now) {
+void MergedDeltas::add(const std::vector<ScopeDelta>& deltas, std::time_t at) {
+    const std::time_t now = at - ((at % 60) + 60) % 60;   // the minute's first second
     for (const ScopeDelta& d : deltas) {
         if (!d.any()) continue;
-        // The key: the second, then kind, id and overflow id, each after its
+        // The key: the minute, then kind, id and overflow id, each after its
         // length (ids may hold any byte), as raw bytes.
         key_.clear();
         key_.append(reinterpret_cast<const char*>(&now), sizeof now);

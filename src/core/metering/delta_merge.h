@@ -2,10 +2,11 @@
 // store's write-behind, docs/store.md#accounting-batches), no nginx.
 //
 // Deltas of the same scope (kind, id, overflow id) stamped in the same
-// second are summed, so a batch of N requests of one user writes that
-// user's counters once rather than N times. Deltas of different seconds stay
-// apart: their window buckets may differ. Sums saturate at INT64_MAX and
-// INT64_MIN, as a counter does.
+// minute are summed, so a batch of N requests of one user writes that
+// user's counters once rather than N times. Every window's bucket is the
+// same throughout a minute (UTC), so a minute's deltas are stamped at its
+// first second; deltas of different minutes stay apart. Sums saturate at
+// INT64_MAX and INT64_MIN, as a counter does.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -25,10 +26,11 @@ public:
     // count is skipped).
     void add(const std::vector<ScopeDelta>& deltas, std::time_t now);
     bool empty() const { return seconds_.empty(); }
-    // Distinct (second, scope) pairs held.
+    // Distinct (minute, scope) pairs held.
     std::size_t size() const { return index_.size(); }
-    // The merged deltas of each second, in the order the seconds were first
-    // added: f(now, deltas). The deltas view strings this object owns.
+    // The merged deltas of each minute, in the order the minutes were first
+    // added: f(minute's first second, deltas). The deltas view strings this
+    // object owns.
     template <typename F>
     void for_each_second(F f) const {
         for (const Second& s : seconds_) f(s.now, s.deltas);
@@ -42,7 +44,7 @@ private:
     };
     std::vector<Second> seconds_;
     std::deque<std::string> strings_;   // what the deltas view (stable: a deque only grows at its end)
-    std::unordered_map<std::string, std::pair<std::size_t, std::size_t>> index_;   // key -> (second, delta)
+    std::unordered_map<std::string, std::pair<std::size_t, std::size_t>> index_;   // key -> (minute, delta)
     std::string key_;                   // scratch
 };
 
