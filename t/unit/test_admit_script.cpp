@@ -1308,3 +1308,66 @@ TEST_F(AdmitScriptRedis, AReservationIsCancelledWithItsAdmission) {
     EXPECT_EQ(c_.call({"EXISTS", hash}).integer, 0);
     EXPECT_EQ(get(key("user", "alice", "req", Window::Day)), 0);
 }
+
+// The accounting command written from a batch's deltas (key-less) is
+// byte for byte the command written from the Incrs of the same deltas.
+TEST(AdmitScript, AccountingFromDeltasEqualsFromIncrs) {
+    ScopeDelta user;
+    user.kind = "user";
+    user.id = "alice";
+    user.delta[kMetricReq] = 3;
+    user.delta[kMetricTokIn] = 11;
+    user.delta[kMetricCost] = 7;
+    ScopeDelta model;
+    model.kind = "model";
+    model.id = "mock/gpt-4o";
+    model.overflow_id = "mock/other";
+    model.delta[kMetricTokOut] = 5;
+    ScopeDelta empty;
+    empty.kind = "group";
+    empty.id = "eng";
+    ScopeDelta late = user;
+    late.delta[kMetricTokIn] = -2;   // a minute before: other buckets
+    const std::vector<ScopeDelta> now_deltas = {user, model, empty};
+    const std::vector<ScopeDelta> before_deltas = {late};
+    const WindowStamps at_now(1795268700, false), at_before(1795268640, false);
+    std::vector<Release> rel;
+    const std::string rec = "llmgw:user:alice:rsv";
+    rel.push_back(Release{rec, true, 42, 9});
+
+    // The Incr form, as the store wrote it before.
+    std::vector<Incr> plain;
+    std::vector<BoundedIncrs> groups;
+    auto add = [&](const std::vector<ScopeDelta>& ds, const WindowStamps& at) {
+        for (const ScopeDelta& d : ds) {
+            if (!d.any()) continue;
+            if (d.overflow_id.empty()) {
+                append_incrs(d, at, plain);
+                continue;
+            }
+            BoundedIncrs g;
+            g.member = std::string(d.kind) + ":" + std::string(d.id);
+            append_incrs(d, at, g.incrs);
+            ScopeDelta o = d;
+            o.id = d.overflow_id;
+            std::vector<Incr> over;
+            append_incrs(o, at, over);
+            for (Incr& i : over) g.overflow_keys.push_back(i.key);
+            groups.push_back(g);
+        }
+    };
+    add(now_deltas, at_now);
+    add(before_deltas, at_before);
+    for (bool by_sha : {true, false}) {
+        std::string a, b;
+        ASSERT_TRUE(append_account_command(a, plain, groups, 1000, 3024000, "llmgw:op:1", 300, by_sha, rel));
+        ASSERT_TRUE(append_account_deltas(b, {{&at_now, &now_deltas}, {&at_before, &before_deltas}}, 1000, 3024000,
+                                          "llmgw:op:1", 300, by_sha, rel));
+        EXPECT_EQ(a, b);
+    }
+    // Nothing but releases (no deltas): the same too.
+    std::string a, b;
+    ASSERT_TRUE(append_account_command(a, {}, {}, 1000, 3024000, "llmgw:op:2", 300, true, rel));
+    ASSERT_TRUE(append_account_deltas(b, {}, 1000, 3024000, "llmgw:op:2", 300, true, rel));
+    EXPECT_EQ(a, b);
+}

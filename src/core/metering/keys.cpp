@@ -35,9 +35,14 @@ void write_key(std::string& out, const std::string_view (&parts)[N]) {
 std::string counter_key(std::string_view kind, std::string_view id, std::string_view metric, Window w,
                         std::string_view bucket_str) {
     std::string key;
-    const std::string_view parts[] = {kind, id, metric, window_name(w), bucket_str};
-    write_key(key, parts);
+    counter_key_into(key, kind, id, metric, w, bucket_str);
     return key;
+}
+
+void counter_key_into(std::string& out, std::string_view kind, std::string_view id, std::string_view metric, Window w,
+                      std::string_view bucket_str) {
+    const std::string_view parts[] = {kind, id, metric, window_name(w), bucket_str};
+    write_key(out, parts);
 }
 
 std::string seen_key(std::string_view kind, std::string_view id) {

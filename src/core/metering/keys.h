@@ -29,6 +29,10 @@ constexpr const char* kEventsKey = "llmgw:events";
 
 std::string counter_key(std::string_view kind, std::string_view id, std::string_view metric, Window w,
                         std::string_view bucket);
+// The same written into out (a reused buffer: no allocation once it is big
+// enough).
+void counter_key_into(std::string& out, std::string_view kind, std::string_view id, std::string_view metric, Window w,
+                      std::string_view bucket);
 std::string seen_key(std::string_view kind, std::string_view id);
 // The reserved counter of a scope's slot; tokens ("rtok") when tokens, else cost ("rcost").
 std::string reserved_key(std::string_view kind, std::string_view id, bool tokens, std::int64_t slot);

@@ -113,6 +113,103 @@ bool append_account_command(std::string& out, const std::vector<Incr>& plain, co
     }
 }
 
+namespace {
+
+// The quads of one delta's metrics (zero deltas skipped), in metric order.
+template <typename F>
+void each_quad(const ScopeDelta& d, F f) {
+    for (int m = 0; m < kMetricCount; ++m) {
+        if (d.delta[m] != 0) f(static_cast<Metric>(m), d.delta[m]);
+    }
+}
+
+void write_quad_keys(RespWriter& w, std::string& key, const WindowStamps& at, std::string_view kind,
+                     std::string_view id, Metric m) {
+    for (int i = 0; i < kWindowCount; ++i) {
+        counter_key_into(key, kind, id, metric_name(m), static_cast<Window>(i), at.buckets[i]);
+        w.arg(key);
+    }
+}
+
+}  // namespace
+
+bool append_account_deltas(std::string& out, const std::vector<StampedDeltas>& batch, std::int64_t max_ids,
+                           std::int64_t ids_ttl, std::string_view op_key, std::int64_t op_ttl, bool by_sha,
+                           const std::vector<Release>& releases) {
+    const std::size_t nrel = releases.size();
+    std::size_t nplain = 0, ngroups = 0, nbounded = 0;   // quads
+    WindowTtls ttls;
+    for (const StampedDeltas& s : batch) {
+        for (int i = 0; i < kWindowCount; ++i) {
+            if (ttls.known && ttls.ttl[i] != s.at->ttls[i]) return false;
+            ttls.ttl[i] = s.at->ttls[i];
+        }
+        ttls.known = true;
+        for (const ScopeDelta& d : *s.deltas) {
+            std::size_t q = 0;
+            each_quad(d, [&q](Metric, std::int64_t) { ++q; });
+            if (q == 0) continue;
+            if (d.overflow_id.empty()) {
+                nplain += q;
+            } else {
+                ++ngroups;
+                nbounded += q;
+            }
+        }
+    }
+    const std::size_t nkeys = 2 + kWindowCount * (nplain + 2 * nbounded) + nrel;
+    const std::size_t nargs = 4 + 1 + kWindowCount + (1 + nplain) + ngroups * 2 + nbounded + (nrel > 0 ? 1 + 2 * nrel : 0);
+    const std::size_t mark = out.size();
+    try {
+        RespWriter w(out);
+        std::string key;
+        write_script_head(w, nargs, by_sha, account_script_sha1(), account_script_source(), nkeys);
+        w.arg(std::string_view(kStatsIdsKey));
+        w.arg(op_key);
+        for (const StampedDeltas& s : batch) {
+            for (const ScopeDelta& d : *s.deltas) {
+                if (!d.overflow_id.empty()) continue;
+                each_quad(d, [&](Metric m, std::int64_t) { write_quad_keys(w, key, *s.at, d.kind, d.id, m); });
+            }
+        }
+        for (const StampedDeltas& s : batch) {
+            for (const ScopeDelta& d : *s.deltas) {
+                if (d.overflow_id.empty()) continue;
+                each_quad(d, [&](Metric m, std::int64_t) { write_quad_keys(w, key, *s.at, d.kind, d.id, m); });
+                each_quad(d, [&](Metric m, std::int64_t) { write_quad_keys(w, key, *s.at, d.kind, d.overflow_id, m); });
+            }
+        }
+        write_release_keys(w, releases);
+        w.arg(max_ids);
+        w.arg(ids_ttl);
+        w.arg(op_ttl);
+        write_window_ttls(w, ttls);
+        w.arg(static_cast<std::int64_t>(nplain));
+        for (const StampedDeltas& s : batch) {
+            for (const ScopeDelta& d : *s.deltas) {
+                if (d.overflow_id.empty()) each_quad(d, [&w](Metric, std::int64_t v) { w.arg(v); });
+            }
+        }
+        w.arg(static_cast<std::int64_t>(ngroups));
+        for (const StampedDeltas& s : batch) {
+            for (const ScopeDelta& d : *s.deltas) {
+                std::size_t q = 0;
+                each_quad(d, [&q](Metric, std::int64_t) { ++q; });
+                if (d.overflow_id.empty() || q == 0) continue;
+                key.assign(d.kind).append(":").append(d.id);
+                w.arg(key);
+                w.arg(static_cast<std::int64_t>(q));
+                each_quad(d, [&w](Metric, std::int64_t v) { w.arg(v); });
+            }
+        }
+        if (nrel > 0) write_release_args(w, releases);
+        return true;
+    } catch (...) {
+        out.resize(mark);
+        return false;
+    }
+}
+
 std::string account_command(const std::vector<Incr>& plain, const std::vector<BoundedIncrs>& groups,
                             std::int64_t max_ids, std::int64_t ids_ttl, std::string_view op_key, std::int64_t op_ttl,
                             bool by_sha, const std::vector<Release>& releases) {

@@ -43,6 +43,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/metering/accounting.h"
 #include "core/metering/lease.h"
 #include "core/metering/limits.h"
 
@@ -69,5 +70,20 @@ bool append_account_command(std::string& out, const std::vector<Incr>& plain, co
 std::string account_command(const std::vector<Incr>& plain, const std::vector<BoundedIncrs>& groups,
                             std::int64_t max_ids, std::int64_t ids_ttl, std::string_view op_key, std::int64_t op_ttl,
                             bool by_sha = true, const std::vector<Release>& releases = {});
+
+// The same command from scope deltas, each group of them stamped at its
+// moment (a batch's minutes, core/metering/delta_merge.h): a delta with an
+// overflow id is a bounded group (member "<kind>:<id>"), the others plain
+// counters; each metric of a delta above or below 0 is one quad. The keys
+// are written as the command is, through one reused buffer, with no string
+// per counter. Written exactly as append_account_command of the Incrs
+// append_incrs makes of the same deltas.
+struct StampedDeltas {
+    const WindowStamps* at;
+    const std::vector<ScopeDelta>* deltas;
+};
+bool append_account_deltas(std::string& out, const std::vector<StampedDeltas>& batch, std::int64_t max_ids,
+                           std::int64_t ids_ttl, std::string_view op_key, std::int64_t op_ttl, bool by_sha = true,
+                           const std::vector<Release>& releases = {});
 
 }  // namespace llmgw

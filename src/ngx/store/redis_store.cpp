@@ -36,6 +36,8 @@ constexpr std::int64_t kMaxStatIds = 1000;
 // are given back there when the flush fails with fail_open).
 struct PendingAccounting {
     MergedDeltas merged;
+    std::deque<WindowStamps> stamps;     // each minute's, when written (a deque: parts point at them)
+    std::vector<StampedDeltas> parts;    // the merged deltas as the command takes them
     std::vector<Release> released;
     std::vector<HeldReservation> held;
     std::vector<WriteDone> dones;
@@ -506,27 +508,53 @@ private:
         pending_ = std::make_shared<PendingAccounting>();
         if (!latch().should_try(now_ms())) return degraded_batch(*batch);
         send_cancels();
-        auto incrs = std::make_shared<AccountBatch>();
+        std::size_t counters = 0;
         batch->merged.for_each_second([&](std::time_t now, const std::vector<ScopeDelta>& ds) {
-            append_account_batch(*incrs, ds, now);
+            batch->stamps.emplace_back(now, false);
+            batch->parts.push_back(StampedDeltas{&batch->stamps.back(), &ds});
+            for (const ScopeDelta& d : ds) {
+                for (std::int64_t v : d.delta) counters += v != 0 ? kWindowCount * (d.overflow_id.empty() ? 1 : 2) : 0;
+            }
         });
         ngx_log_debug4(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
                        "llm_gateway: accounting batch: %uz requests, %uz scope deltas, %uz counters, "
                        "%uz reservations given back",
-                       batch->requests, batch->merged.size(), incrs->plain.size(), batch->released.size());
+                       batch->requests, batch->merged.size(), counters, batch->released.size());
         auto op = std::make_shared<std::string>(next_op());
+        const std::int64_t ids_ttl = ttl_seconds(Window::Day);
         ++flushes_in_flight_;
-        account_call(incrs, batch->released, batch, op,
-                     [this, batch, incrs, op](const std::string& err, const std::vector<RespValue>& replies,
-                                              bool sent) {
-                         --flushes_in_flight_;
-                         if (sent && !err.empty()) {
-                             queue_cancel(cancel_account_command(incrs->plain, incrs->groups, *op, kOpTtl));
-                         }
-                         finish_batch(err, replies, *batch);
-                         // (Request counts alone wait for a settle or their timer.)
-                         if (settings_->flush_ms == 0 && flushes_in_flight_ == 0 && pending_->requests > 0) flush();
-                     });
+        // The command is written from the merged deltas, keys and all,
+        // straight into the connection's buffer (no string per counter).
+        script_call(
+            kNoMemoryAccount,
+            [&](std::string& wire) {
+                return append_account_deltas(wire, batch->parts, kMaxStatIds, ids_ttl, *op, kOpTtl, true,
+                                             batch->released);
+            },
+            [batch, op, ids_ttl] {
+                std::string cmd;
+                if (!append_account_deltas(cmd, batch->parts, kMaxStatIds, ids_ttl, *op, kOpTtl, false,
+                                           batch->released)) {
+                    cmd.clear();
+                }
+                return cmd;
+            },
+            [this, batch, op](const std::string& err, const std::vector<RespValue>& replies, bool sent) {
+                --flushes_in_flight_;
+                if (sent && !err.empty()) {
+                    // The cancel names the counters: their keys are made now,
+                    // on this rare path.
+                    AccountBatch incrs;
+                    batch->merged.for_each_second([&incrs](std::time_t now, const std::vector<ScopeDelta>& ds) {
+                        append_account_batch(incrs, ds, now);
+                    });
+                    queue_cancel(cancel_account_command(incrs.plain, incrs.groups, *op, kOpTtl));
+                }
+                finish_batch(err, replies, *batch);
+                // (Request counts alone wait for a settle or their timer.)
+                if (settings_->flush_ms == 0 && flushes_in_flight_ == 0 && pending_->requests > 0) flush();
+            },
+            true);
     }
 
     bool pending_empty() const { return pending_->requests == 0 && pending_->merged.empty(); }
