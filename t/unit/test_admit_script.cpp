@@ -1335,29 +1335,16 @@ TEST(AdmitScript, AccountingFromDeltasEqualsFromIncrs) {
     const std::string rec = "llmgw:user:alice:rsv";
     rel.push_back(Release{rec, true, 42, 9});
 
-    // The Incr form, as the store wrote it before.
-    std::vector<Incr> plain;
-    std::vector<BoundedIncrs> groups;
-    auto add = [&](const std::vector<ScopeDelta>& ds, const WindowStamps& at) {
-        for (const ScopeDelta& d : ds) {
-            if (!d.any()) continue;
-            if (d.overflow_id.empty()) {
-                append_incrs(d, at, plain);
-                continue;
-            }
-            BoundedIncrs g;
-            g.member = std::string(d.kind) + ":" + std::string(d.id);
-            append_incrs(d, at, g.incrs);
-            ScopeDelta o = d;
-            o.id = d.overflow_id;
-            std::vector<Incr> over;
-            append_incrs(o, at, over);
-            for (Incr& i : over) g.overflow_keys.push_back(i.key);
-            groups.push_back(g);
-        }
-    };
-    add(now_deltas, at_now);
-    add(before_deltas, at_before);
+    // The Incr form (what a cancel names).
+    AccountIncrs incrs;
+    append_account_incrs(incrs, now_deltas, 1795268700);
+    append_account_incrs(incrs, before_deltas, 1795268640);
+    const std::vector<Incr>& plain = incrs.plain;
+    const std::vector<BoundedIncrs>& groups = incrs.groups;
+    ASSERT_EQ(plain.size(), 6u * 4u) << "user: req, tokin, cost now and a minute before";
+    ASSERT_EQ(groups.size(), 1u);
+    EXPECT_EQ(groups[0].member, "model:mock/gpt-4o");
+    EXPECT_EQ(groups[0].overflow_keys[0], counter_key("model", "mock/other", "tokout", Window::Min, at_now.buckets[0]));
     for (bool by_sha : {true, false}) {
         std::string a, b;
         ASSERT_TRUE(append_account_command(a, plain, groups, 1000, 3024000, "llmgw:op:1", 300, by_sha, rel));

@@ -113,6 +113,29 @@ bool append_account_command(std::string& out, const std::vector<Incr>& plain, co
     }
 }
 
+void append_account_incrs(AccountIncrs& out, const std::vector<ScopeDelta>& deltas, std::time_t now) {
+    const WindowStamps at(now, false);   // the windows' buckets, once for the deltas
+    out.plain.reserve(out.plain.size() + deltas.size() * 3 * kWindowCount);
+    std::vector<Incr> over;
+    for (const ScopeDelta& d : deltas) {
+        if (!d.any()) continue;
+        if (d.overflow_id.empty()) {
+            append_incrs(d, at, out.plain);
+            continue;
+        }
+        BoundedIncrs g;
+        g.member.assign(d.kind).append(":").append(d.id);
+        append_incrs(d, at, g.incrs);
+        ScopeDelta o = d;
+        o.id = d.overflow_id;
+        over.clear();
+        append_incrs(o, at, over);
+        g.overflow_keys.reserve(over.size());
+        for (Incr& i : over) g.overflow_keys.push_back(std::move(i.key));
+        out.groups.push_back(std::move(g));
+    }
+}
+
 namespace {
 
 // The quads of one delta's metrics (zero deltas skipped), in metric order.

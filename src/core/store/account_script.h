@@ -71,6 +71,16 @@ std::string account_command(const std::vector<Incr>& plain, const std::vector<Bo
                             std::int64_t max_ids, std::int64_t ids_ttl, std::string_view op_key, std::int64_t op_ttl,
                             bool by_sha = true, const std::vector<Release>& releases = {});
 
+// Deltas stamped at now as the script's counters (a shared store's, TTLs
+// not in-process), appended to out: a delta with an overflow id a bounded
+// group (member "<kind>:<id>"), the others plain. What a cancel of the call
+// names (cancel_script.h).
+struct AccountIncrs {
+    std::vector<Incr> plain;
+    std::vector<BoundedIncrs> groups;
+};
+void append_account_incrs(AccountIncrs& out, const std::vector<ScopeDelta>& deltas, std::time_t now);
+
 // The same command from scope deltas, each group of them stamped at its
 // moment (a batch's minutes, core/metering/delta_merge.h): a delta with an
 // overflow id is a bounded group (member "<kind>:<id>"), the others plain

@@ -61,37 +61,6 @@ constexpr const char kNoMemoryAccount[] = "out of memory writing the accounting 
 // Cancels waiting for the store, per worker; past this, the oldest go.
 constexpr std::size_t kMaxPendingCancels = 10000;
 
-// A batch's accounting as the bounded script's counters.
-struct AccountBatch {
-    std::vector<Incr> plain;
-    std::vector<BoundedIncrs> groups;
-};
-
-// Appends deltas stamped at now.
-void append_account_batch(AccountBatch& b, const std::vector<ScopeDelta>& deltas, std::time_t now) {
-    std::vector<Incr>& plain = b.plain;
-    std::vector<BoundedIncrs>& groups = b.groups;
-    const WindowStamps at(now, false);   // the windows' buckets, once for the batch
-    plain.reserve(plain.size() + deltas.size() * 3 * kWindowCount);
-    std::vector<Incr> over;
-    for (const ScopeDelta& d : deltas) {
-        if (!d.any()) continue;
-        if (d.overflow_id.empty()) {
-            append_incrs(d, at, plain);
-            continue;
-        }
-        BoundedIncrs g;
-        g.member.assign(d.kind).append(":").append(d.id);
-        append_incrs(d, at, g.incrs);
-        ScopeDelta o = d;
-        o.id = d.overflow_id;
-        over.clear();
-        append_incrs(o, at, over);
-        g.overflow_keys.reserve(over.size());
-        for (Incr& i : over) g.overflow_keys.push_back(std::move(i.key));
-        groups.push_back(std::move(g));
-    }
-}
 // A request's real usage (tokens, cost) from its accounting deltas: every
 // scope of a request counts the same usage; the largest is taken.
 ReserveAmounts real_usage(const std::vector<ScopeDelta>& deltas) {
@@ -396,7 +365,7 @@ private:
         // Unreachable store: they lapse there.
         if (!latch().should_try(now_ms())) return leases_.forget();
         send_cancels();
-        account_call(std::make_shared<AccountBatch>(), idle->released, idle,
+        account_call(std::make_shared<AccountIncrs>(), idle->released, idle,
                      std::make_shared<std::string>(next_op()),
                      [this](const std::string& err, const std::vector<RespValue>& replies, bool) {
                          const std::string e = accounting_reply_error(err, replies);
@@ -432,7 +401,7 @@ private:
     // One call of the accounting script, written at once. keep holds what
     // batch and released view until the call is answered.
     template <typename Answered>
-    void account_call(std::shared_ptr<const AccountBatch> batch, const std::vector<Release>& released,
+    void account_call(std::shared_ptr<const AccountIncrs> batch, const std::vector<Release>& released,
                       std::shared_ptr<const void> keep, std::shared_ptr<const std::string> op, Answered answered) {
         const std::int64_t ids_ttl = ttl_seconds(Window::Day);
         script_call(
@@ -544,9 +513,9 @@ private:
                 if (sent && !err.empty()) {
                     // The cancel names the counters: their keys are made now,
                     // on this rare path.
-                    AccountBatch incrs;
+                    AccountIncrs incrs;
                     batch->merged.for_each_second([&incrs](std::time_t now, const std::vector<ScopeDelta>& ds) {
-                        append_account_batch(incrs, ds, now);
+                        append_account_incrs(incrs, ds, now);
                     });
                     queue_cancel(cancel_account_command(incrs.plain, incrs.groups, *op, kOpTtl));
                 }
