@@ -13,14 +13,19 @@ void append_scope(std::string& out, std::string_view kind, std::string_view id) 
 
 constexpr std::string_view kReservedRecord = "rsv";   // a scope's reserved counters as one record
 
-// "llmgw:" and the parts joined by ':', written into out at its exact size
-// (out may be a reused buffer): an accounting names dozens of these keys.
+// "llmgw:" and the parts joined by ':': its size, its bytes at p, or written
+// into out at its exact size (out may be a reused buffer): an accounting
+// names dozens of these keys.
 template <std::size_t N>
-void write_key(std::string& out, const std::string_view (&parts)[N]) {
+std::size_t key_size(const std::string_view (&parts)[N]) {
     std::size_t n = 6 + (N - 1);   // "llmgw:" and the ':' between the parts
     for (const std::string_view part : parts) n += part.size();
-    out.resize(n);
-    char* p = &out[0];
+    return n;
+}
+
+// p has room for key_size(parts) bytes; returns the end.
+template <std::size_t N>
+char* put_key(char* p, const std::string_view (&parts)[N]) {
     std::memcpy(p, "llmgw:", 6);
     p += 6;
     for (std::size_t i = 0; i < N; ++i) {
@@ -28,6 +33,13 @@ void write_key(std::string& out, const std::string_view (&parts)[N]) {
         p += parts[i].size();
         if (i + 1 < N) *p++ = ':';
     }
+    return p;
+}
+
+template <std::size_t N>
+void write_key(std::string& out, const std::string_view (&parts)[N]) {
+    out.resize(key_size(parts));
+    put_key(&out[0], parts);
 }
 
 }  // namespace
@@ -43,6 +55,18 @@ void counter_key_into(std::string& out, std::string_view kind, std::string_view 
                       std::string_view bucket_str) {
     const std::string_view parts[] = {kind, id, metric, window_name(w), bucket_str};
     write_key(out, parts);
+}
+
+std::size_t counter_key_size(std::string_view kind, std::string_view id, std::string_view metric, Window w,
+                             std::string_view bucket_str) {
+    const std::string_view parts[] = {kind, id, metric, window_name(w), bucket_str};
+    return key_size(parts);
+}
+
+char* put_counter_key(char* p, std::string_view kind, std::string_view id, std::string_view metric, Window w,
+                      std::string_view bucket_str) {
+    const std::string_view parts[] = {kind, id, metric, window_name(w), bucket_str};
+    return put_key(p, parts);
 }
 
 std::string seen_key(std::string_view kind, std::string_view id) {

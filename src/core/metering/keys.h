@@ -33,6 +33,12 @@ std::string counter_key(std::string_view kind, std::string_view id, std::string_
 // enough).
 void counter_key_into(std::string& out, std::string_view kind, std::string_view id, std::string_view metric, Window w,
                       std::string_view bucket);
+// Its size, and its bytes at p (room for that size; returns the end): for a
+// writer that needs the length first (a RESP bulk string).
+std::size_t counter_key_size(std::string_view kind, std::string_view id, std::string_view metric, Window w,
+                             std::string_view bucket);
+char* put_counter_key(char* p, std::string_view kind, std::string_view id, std::string_view metric, Window w,
+                      std::string_view bucket);
 std::string seen_key(std::string_view kind, std::string_view id);
 // The reserved counter of a scope's slot; tokens ("rtok") when tokens, else cost ("rcost").
 std::string reserved_key(std::string_view kind, std::string_view id, bool tokens, std::int64_t slot);

@@ -146,11 +146,12 @@ void each_quad(const ScopeDelta& d, F f) {
     }
 }
 
-void write_quad_keys(RespWriter& w, std::string& key, const WindowStamps& at, std::string_view kind,
-                     std::string_view id, Metric m) {
+void write_quad_keys(RespWriter& w, const WindowStamps& at, std::string_view kind, std::string_view id, Metric m) {
+    const std::string_view metric = metric_name(m);
     for (int i = 0; i < kWindowCount; ++i) {
-        counter_key_into(key, kind, id, metric_name(m), static_cast<Window>(i), at.buckets[i]);
-        w.arg(key);
+        const Window win = static_cast<Window>(i);
+        put_counter_key(w.arg_space(counter_key_size(kind, id, metric, win, at.buckets[i])), kind, id, metric, win,
+                        at.buckets[i]);
     }
 }
 
@@ -192,14 +193,14 @@ bool append_account_deltas(std::string& out, const std::vector<StampedDeltas>& b
         for (const StampedDeltas& s : batch) {
             for (const ScopeDelta& d : *s.deltas) {
                 if (!d.overflow_id.empty()) continue;
-                each_quad(d, [&](Metric m, std::int64_t) { write_quad_keys(w, key, *s.at, d.kind, d.id, m); });
+                each_quad(d, [&](Metric m, std::int64_t) { write_quad_keys(w, *s.at, d.kind, d.id, m); });
             }
         }
         for (const StampedDeltas& s : batch) {
             for (const ScopeDelta& d : *s.deltas) {
                 if (d.overflow_id.empty()) continue;
-                each_quad(d, [&](Metric m, std::int64_t) { write_quad_keys(w, key, *s.at, d.kind, d.id, m); });
-                each_quad(d, [&](Metric m, std::int64_t) { write_quad_keys(w, key, *s.at, d.kind, d.overflow_id, m); });
+                each_quad(d, [&](Metric m, std::int64_t) { write_quad_keys(w, *s.at, d.kind, d.id, m); });
+                each_quad(d, [&](Metric m, std::int64_t) { write_quad_keys(w, *s.at, d.kind, d.overflow_id, m); });
             }
         }
         write_release_keys(w, releases);

@@ -293,6 +293,16 @@ void RespWriter::arg(std::string_view bytes) {
     out_.append("\r\n", 2);
 }
 
+char* RespWriter::arg_space(std::size_t n) {
+    char buf[32];
+    out_.append(buf, static_cast<std::size_t>(put_length_line(buf, '$', n) - buf));
+    const std::size_t at = out_.size();
+    out_.resize(at + n + 2);
+    out_[at + n] = '\r';
+    out_[at + n + 1] = '\n';
+    return &out_[at];
+}
+
 void RespWriter::arg(std::int64_t value) {
     char num[24];
     const std::size_t n = static_cast<std::size_t>(std::to_chars(num, num + sizeof num, value).ptr - num);

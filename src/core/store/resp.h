@@ -81,6 +81,9 @@ public:
     void command(std::size_t nargs);
     void arg(std::string_view bytes);
     void arg(std::int64_t value);
+    // An argument of n bytes the caller writes at the pointer returned
+    // (valid until the next call on this writer).
+    char* arg_space(std::size_t n);
 
 private:
     std::string& out_;
