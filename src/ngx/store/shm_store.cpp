@@ -252,6 +252,7 @@ public:
     // metric), gets every delta in its metric's slot.
     bool apply(const std::vector<ScopeDelta>& deltas) {
         bool ok = true;
+        const WindowStamps at(now_, true);   // the windows' buckets and TTLs, once for every scope
         for (const ScopeDelta& d : deltas) {
             if (!d.any()) continue;
             std::string_view id = d.id;
@@ -259,7 +260,7 @@ public:
             // A statistics scope's entries, found while checking the budget:
             // not looked up twice (the common case: they all exist).
             Entry* found[kWindowCount] = {};
-            if (bounded && !stats_fit(d.kind, id, found)) {
+            if (bounded && !stats_fit(d.kind, id, at, found)) {
                 id = d.overflow_id;
                 bounded = false;
                 overflowed_ = true;
@@ -269,10 +270,10 @@ public:
                 const Window w = static_cast<Window>(i);
                 Entry* e = found[i];
                 if (e != nullptr) {
-                    renew(e, ttl_seconds_in_process(w));
+                    renew(e, at.ttls[i]);
                 } else {
-                    entry_key_of(d.kind, id, w);
-                    e = find_or_create(ekey_, ttl_seconds_in_process(w), bounded);
+                    assign_entry_key(ekey_, d.kind, id, w, at.buckets[i]);
+                    e = find_or_create(ekey_, at.ttls[i], bounded);
                 }
                 if (e == nullptr) {
                     ok = false;
@@ -288,10 +289,10 @@ public:
 
     // Whether the statistics entries of (kind, id) for the current windows
     // exist or fit in the statistics budget; found: those that exist.
-    bool stats_fit(std::string_view kind, std::string_view id, Entry* (&found)[kWindowCount]) {
+    bool stats_fit(std::string_view kind, std::string_view id, const WindowStamps& at, Entry* (&found)[kWindowCount]) {
         std::size_t need = 0;
         for (int i = 0; i < kWindowCount; ++i) {
-            entry_key_of(kind, id, static_cast<Window>(i));
+            assign_entry_key(ekey_, kind, id, static_cast<Window>(i), at.buckets[i]);
             found[i] = find(ekey_);
             if (found[i] == nullptr) need += slab_size(entry_size(ekey_.size()));
         }
@@ -351,10 +352,6 @@ private:
         if (e->stats) z_->sh->stats_bytes -= std::min(z_->sh->stats_bytes, slab_size(entry_size(e->len)));
         ngx_slab_free_locked(z_->shpool, e);
         z_->sh->entries--;
-    }
-
-    void entry_key_of(std::string_view kind, std::string_view id, Window w) {
-        assign_entry_key(ekey_, kind, id, w, bucket(w, now_));
     }
 
     // An entry found again: expired, it is a new window's counter.
