@@ -132,6 +132,55 @@ std::uint32_t hash_of(const std::string& key) {
     return static_cast<std::uint32_t>(h ^ (h >> 32));
 }
 
+// An admission plan's counter keys as this store reads them
+// (AdmissionPlan::store_view): the distinct entry keys with their hashes,
+// and each key's entry and slot. The plan never changes while it lives, so
+// its keys are found by address. A reserved counter's key is not in it.
+struct PlanView {
+    struct Key {
+        const std::string* key;
+        std::uint32_t entry;   // index in entries
+        Slot slot;
+    };
+    std::vector<std::string> entries;
+    std::vector<std::uint32_t> hashes;
+    std::vector<Key> keys;     // sorted by address
+
+    explicit PlanView(const AdmissionPlan& plan) {
+        std::string ekey;
+        auto add = [&](const std::string& key) {
+            ReservedKey rk;
+            if (parse_reserved(key, rk)) return;   // read through its ring entry
+            const Slot slot = entry_key(key, ekey);
+            std::size_t i = 0;
+            while (i < entries.size() && entries[i] != ekey) ++i;
+            if (i == entries.size()) {
+                entries.push_back(ekey);
+                hashes.push_back(hash_of(ekey));
+            }
+            keys.push_back(Key{&key, static_cast<std::uint32_t>(i), slot});
+        };
+        for (const Check& c : plan.checks) {
+            for (const std::string& k : c.keys) add(k);
+        }
+        for (const Incr& in : plan.admit) add(in.key);
+        for (const Incr& in : plan.reject) add(in.key);
+        std::sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) { return std::less<>()(a.key, b.key); });
+    }
+
+    const Key* find(const std::string& key) const {
+        auto it = std::lower_bound(keys.begin(), keys.end(), &key,
+                                   [](const Key& k, const std::string* p) { return std::less<>()(k.key, p); });
+        return it != keys.end() && it->key == &key ? &*it : nullptr;
+    }
+};
+
+// The plan's view, made at its first admission in this worker.
+const PlanView& plan_view(const AdmissionPlan& plan) {
+    if (plan.store_view == nullptr) plan.store_view = std::make_shared<const PlanView>(plan);
+    return *static_cast<const PlanView*>(plan.store_view.get());
+}
+
 // Operations on the zone; the caller holds the mutex.
 class ZoneTxn : public KvTxn {
 public:
@@ -162,7 +211,18 @@ public:
         return nullptr;
     }
 
+    // An admission's plan: its keys' entries are found through its view,
+    // each entry once per transaction.
+    void use(const PlanView* view) {
+        view_ = view;
+        std::fill(std::begin(resolved_), std::end(resolved_), nullptr);
+    }
+
     std::int64_t get(const std::string& key) override {
+        if (const PlanView::Key* k = view_ != nullptr ? view_->find(key) : nullptr) {
+            Entry* e = resolved(*k);
+            return (e && e->expires > now_) ? e->values[k->slot] : 0;
+        }
         ReservedKey rk;
         if (parse_reserved(key, rk)) {   // the admin's usage read
             assign_reserved_record_key(ring_key_, rk.scope);
@@ -196,8 +256,21 @@ public:
     }
 
     bool incr(const std::string& key, std::int64_t delta, std::int64_t ttl) override {
-        Slot slot = entry_key(key, ekey_);
-        Entry* e = find_or_create(ekey_, ttl);
+        Slot slot;
+        Entry* e;
+        if (const PlanView::Key* k = view_ != nullptr ? view_->find(key) : nullptr) {
+            slot = k->slot;
+            e = resolved(*k);
+            if (e != nullptr) {
+                renew(e, std::min(ttl, kMaxTtl));
+            } else {
+                e = find_or_create(view_->entries[k->entry], ttl);
+                if (e != nullptr && k->entry < kResolved) resolved_[k->entry] = e;
+            }
+        } else {
+            slot = entry_key(key, ekey_);
+            e = find_or_create(ekey_, ttl);
+        }
         if (e == nullptr) return false;
         e->values[slot] = saturating_add(e->values[slot], delta);
         return true;
@@ -321,6 +394,7 @@ public:
         if (!force && now_ - z_->sh->last_sweep < kSweepInterval) return;
         z_->sh->last_sweep = now_;
         for (auto& c : cache_) c = nullptr;
+        for (auto& e : resolved_) e = nullptr;
         remove_if([this](const Entry* e) { return e->expires <= now_; });
     }
 
@@ -398,7 +472,19 @@ private:
         return n;
     }
 
+    // A plan key's entry, found (not created) once per transaction; null
+    // when absent (an increment creates it).
+    Entry* resolved(const PlanView::Key& k) {
+        if (k.entry < kResolved && resolved_[k.entry] != nullptr) return resolved_[k.entry];
+        Entry* e = find_uncached(view_->entries[k.entry], view_->hashes[k.entry]);
+        if (e != nullptr && k.entry < kResolved) resolved_[k.entry] = e;
+        return e;
+    }
+
     static constexpr std::size_t kCache = 16;   // a request's counter entries and its scopes' reservation rings
+    static constexpr std::size_t kResolved = 16;   // a plan's entries: its scopes' windows
+    const PlanView* view_ = nullptr;
+    Entry* resolved_[kResolved] = {};
     ZoneCtx* z_;
     std::int64_t now_;
     std::string ekey_;                 // scratch: the entry key of the current counter key
@@ -435,8 +521,10 @@ public:
         AdmissionResult result;
         bool ok;
         {
+            const PlanView& view = plan_view(*plan);
             ShmLock lock(z_.shpool);
             ZoneTxn txn(&z_, ngx_time());
+            txn.use(&view);
             ok = execute_admission(txn, *plan, result, amounts);
         }
         done(ok ? StoreReply{} : full(), result);
