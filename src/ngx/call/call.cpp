@@ -60,17 +60,26 @@ ngx_int_t build_sr_headers(ngx_http_request_t* r, ngx_http_request_t* sr, const 
         return !is_credential_header(h) && !hop_or_body_header(h) && !replaced(h);
     };
     // One part of exactly the headers the call sends (the request's pool
-    // holds it as long as the request lives).
-    ngx_uint_t n = up.headers.size();
+    // holds it as long as the request lives); the first 64 headers' verdicts
+    // are kept for the copy.
+    constexpr ngx_uint_t kKept = 64;
+    bool keep[kKept];
+    ngx_uint_t n = up.headers.size(), i = 0;
     for_each_header(r->headers_in.headers, [&](const ngx_table_elt_t& h) {
-        n += relayed(h) ? 1 : 0;
+        const bool k = relayed(h);
+        if (i < kKept) keep[i] = k;
+        ++i;
+        n += k ? 1 : 0;
         return true;
     });
     if (ngx_list_init(&hi.headers, r->pool, n > 0 ? n : 1, sizeof(ngx_table_elt_t)) != NGX_OK) return NGX_ERROR;
 
     bool ok = true;
+    i = 0;
     for_each_header(r->headers_in.headers, [&](const ngx_table_elt_t& h) {
-        if (!relayed(h)) return true;
+        const bool k = i < kKept ? keep[i] : relayed(h);
+        ++i;
+        if (!k) return true;
         auto* copy = static_cast<ngx_table_elt_t*>(ngx_list_push(&hi.headers));
         if (copy == nullptr) return ok = false;
         *copy = h;
