@@ -345,8 +345,10 @@ public:
                 if (e != nullptr) {
                     renew(e, at.ttls[i]);
                 } else {
+                    // Each scope and window is one entry, found once per
+                    // settle: not looked for among the remembered ones.
                     assign_entry_key(ekey_, d.kind, id, w, at.buckets[i]);
-                    e = find_or_create(ekey_, at.ttls[i], bounded);
+                    e = find_or_create(ekey_, at.ttls[i], bounded, kSlotCount, false);
                 }
                 if (e == nullptr) {
                     ok = false;
@@ -436,18 +438,26 @@ private:
         e->expires = now_ + ttl;
     }
 
+    // remembered: look among the transaction's last entries first.
     Entry* find_or_create(const std::string& key, std::int64_t ttl, bool stats = false,
-                          std::size_t nvalues = kSlotCount) {
+                          std::size_t nvalues = kSlotCount, bool remembered = true) {
         // Counters written here while a shared store is down carry its long
         // TTLs; shared memory keeps them at most 32 days.
         if (ttl > kMaxTtl) ttl = kMaxTtl;
-        Entry* e = find(key);
+        std::uint32_t hash = 0;
+        Entry* e;
+        if (remembered) {
+            e = find(key);
+        } else {
+            hash = hash_of(key);
+            e = find_uncached(key, hash);
+        }
         if (e != nullptr) {
             renew(e, ttl, nvalues);
             return e;
         }
         if (key.size() > 65535) return nullptr;
-        std::uint32_t hash = hash_of(key);
+        if (remembered) hash = hash_of(key);
         std::size_t size = entry_size(key.size(), nvalues);
         auto* n = static_cast<Entry*>(ngx_slab_alloc_locked(z_->shpool, size));
         if (n == nullptr) {
