@@ -68,7 +68,7 @@ rj::CrtAllocator* shared_crt() {
 
 class RequestDocImpl final : public RequestDoc {
 public:
-    explicit RequestDocImpl(std::size_t body_size) : pool(doc_chunk_for(body_size), shared_crt()), doc(&pool) {}
+    explicit RequestDocImpl(std::size_t body_bytes) : pool(doc_chunk_for(body_bytes), shared_crt()), doc(&pool) {}
 
     rj::MemoryPoolAllocator<> pool;   // before doc: doc's values live in it
     rj::Document doc;
