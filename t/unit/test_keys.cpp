@@ -35,6 +35,27 @@ TEST(Keys, Shapes) {
     EXPECT_EQ(e, "llmgw:user::min:");
 }
 
+TEST(Keys, EntryKeyInTwoStepsIsTheSame) {
+    const std::string long_id(300, 'x');
+    std::string e = "a reused buffer longer than some keys";
+    std::string expect;
+    for (std::string_view id : {std::string_view("a:b/c"), std::string_view(""), std::string_view(long_id)}) {
+        const std::size_t scope = assign_entry_scope(e, "model", id);
+        EXPECT_EQ(e, scope_prefix("model", id));
+        // Every window after the scope's part, the longest bucket first.
+        for (Window w : {Window::Min, Window::Hour, Window::Day, Window::Month}) {
+            for (std::string_view b : {std::string_view("202611271200"), std::string_view("2026")}) {
+                assign_entry_window(e, scope, w, b);
+                assign_entry_key(expect, "model", id, w, b);
+                EXPECT_EQ(e, expect);
+            }
+        }
+        assign_entry_window(e, scope, Window::Day, "");
+        assign_entry_key(expect, "model", id, Window::Day, "");
+        EXPECT_EQ(e, expect);
+    }
+}
+
 TEST(Keys, SplitCounterKeyIsTheInverse) {
     std::string entry;
     std::string_view metric;

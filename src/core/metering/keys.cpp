@@ -58,6 +58,22 @@ void assign_entry_key(std::string& out, std::string_view kind, std::string_view 
     write_key(out, parts);
 }
 
+std::size_t assign_entry_scope(std::string& out, std::string_view kind, std::string_view id) {
+    const std::string_view parts[] = {kind, id, {}};
+    write_key(out, parts);
+    return out.size();
+}
+
+void assign_entry_window(std::string& out, std::size_t scope_len, Window w, std::string_view bucket_str) {
+    const std::string_view name = window_name(w);
+    out.resize(scope_len + name.size() + 1 + bucket_str.size());
+    char* p = &out[scope_len];
+    std::memcpy(p, name.data(), name.size());
+    p += name.size();
+    *p++ = ':';
+    if (!bucket_str.empty()) std::memcpy(p, bucket_str.data(), bucket_str.size());
+}
+
 bool split_counter_key(std::string_view key, std::string& entry, std::string_view& metric) {
     std::size_t b = key.rfind(':');
     std::size_t w = b == std::string_view::npos || b == 0 ? std::string_view::npos : key.rfind(':', b - 1);

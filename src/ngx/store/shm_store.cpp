@@ -339,6 +339,7 @@ public:
                 overflowed_ = true;
                 std::fill(std::begin(found), std::end(found), nullptr);
             }
+            std::size_t scope_len = 0;   // ekey_ holds the scope's part of its entry keys
             for (int i = 0; i < kWindowCount; ++i) {
                 const Window w = static_cast<Window>(i);
                 Entry* e = found[i];
@@ -347,7 +348,8 @@ public:
                 } else {
                     // Each scope and window is one entry, found once per
                     // settle: not looked for among the remembered ones.
-                    assign_entry_key(ekey_, d.kind, id, w, at.buckets[i]);
+                    if (scope_len == 0) scope_len = assign_entry_scope(ekey_, d.kind, id);
+                    assign_entry_window(ekey_, scope_len, w, at.buckets[i]);
                     e = find_or_create(ekey_, at.ttls[i], bounded, kSlotCount, false);
                 }
                 if (e == nullptr) {
@@ -366,8 +368,9 @@ public:
     // exist or fit in the statistics budget; found: those that exist.
     bool stats_fit(std::string_view kind, std::string_view id, const WindowStamps& at, Entry* (&found)[kWindowCount]) {
         std::size_t need = 0;
+        const std::size_t scope_len = assign_entry_scope(ekey_, kind, id);
         for (int i = 0; i < kWindowCount; ++i) {
-            assign_entry_key(ekey_, kind, id, static_cast<Window>(i), at.buckets[i]);
+            assign_entry_window(ekey_, scope_len, static_cast<Window>(i), at.buckets[i]);
             found[i] = find(ekey_);
             if (found[i] == nullptr) need += slab_size(entry_size(ekey_.size()));
         }
