@@ -371,7 +371,7 @@ public:
         const std::size_t scope_len = assign_entry_scope(ekey_, kind, id);
         for (int i = 0; i < kWindowCount; ++i) {
             assign_entry_window(ekey_, scope_len, static_cast<Window>(i), at.buckets[i]);
-            found[i] = find(ekey_);
+            found[i] = find_uncached(ekey_, hash_of(ekey_));   // never among the remembered ones, as in apply
             if (found[i] == nullptr) need += slab_size(entry_size(ekey_.size()));
         }
         if (need == 0) return true;
