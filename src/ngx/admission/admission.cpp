@@ -179,8 +179,8 @@ ngx_int_t admit_request(ngx_http_request_t* r, RequestCtx* ctx) {
         r, ctx, Resume::RunPhases,
         [store, plan = std::move(plan), amounts, ctx](std::function<void()> answered) {
             std::weak_ptr<bool> alive = ctx->alive;
-            store->admit(plan, amounts, [store, plan, amounts, ctx, alive, answered](const StoreReply& rep,
-                                                                                    const AdmissionResult& res) {
+            store->admit(plan, amounts, [store, plan, amounts, ctx, alive, answered = std::move(answered)](
+                                            const StoreReply& rep, const AdmissionResult& res) {
                 auto token = alive.lock();
                 if (!token || !*token) {
                     // The request ended while the store was asked: what the
