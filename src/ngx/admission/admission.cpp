@@ -129,6 +129,7 @@ void cutoff_admitted(ngx_log_t* log, RequestCtx* ctx) {
 
 std::vector<Scope> request_scopes(const RequestCtx& ctx) {
     std::vector<Scope> scopes;
+    scopes.reserve(3);
     const UserConf& u = *ctx.auth.user;
     scopes.push_back(Scope{"user", u.name, &u.limits});
     if (ctx.auth.is_admin_traffic) return scopes;   // the admin's own limits; never group or total
