@@ -24,6 +24,9 @@ TEST(Keys, Shapes) {
     EXPECT_EQ(counter_key("group", long_id, "tokout", Window::Hour, "2026112712"),
               "llmgw:group:" + long_id + ":tokout:hour:2026112712");
     EXPECT_EQ(seen_key("group", "eng"), "llmgw:group:eng:seen");
+    std::string seen = "a reused buffer longer than the key";
+    assign_seen_key(seen, "user", "a:b");
+    EXPECT_EQ(seen, "llmgw:user:a:b:seen");
     EXPECT_EQ(scope_prefix("user", "bob"), "llmgw:user:bob:");
     std::string e = "reused";
     assign_entry_key(e, "provmodel", "mock/gpt-4o", Window::Month, "202611");

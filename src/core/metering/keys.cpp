@@ -41,9 +41,14 @@ std::string counter_key(std::string_view kind, std::string_view id, std::string_
 }
 
 std::string seen_key(std::string_view kind, std::string_view id) {
-    std::string key = scope_prefix(kind, id);
-    key.append("seen");
+    std::string key;
+    assign_seen_key(key, kind, id);
     return key;
+}
+
+void assign_seen_key(std::string& out, std::string_view kind, std::string_view id) {
+    const std::string_view parts[] = {kind, id, "seen"};
+    write_key(out, parts);
 }
 
 std::string scope_prefix(std::string_view kind, std::string_view id) {

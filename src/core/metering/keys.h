@@ -30,6 +30,8 @@ constexpr const char* kEventsKey = "llmgw:events";
 std::string counter_key(std::string_view kind, std::string_view id, std::string_view metric, Window w,
                         std::string_view bucket);
 std::string seen_key(std::string_view kind, std::string_view id);
+// The same written into out (its capacity reused).
+void assign_seen_key(std::string& out, std::string_view kind, std::string_view id);
 // The reserved counter of a scope's slot; tokens ("rtok") when tokens, else cost ("rcost").
 std::string reserved_key(std::string_view kind, std::string_view id, bool tokens, std::int64_t slot);
 // The same from the scope's prefix ("llmgw:<kind>:<id>:", scope_prefix).
