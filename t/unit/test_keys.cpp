@@ -24,6 +24,9 @@ TEST(Keys, Shapes) {
     EXPECT_EQ(counter_key("group", long_id, "tokout", Window::Hour, "2026112712"),
               "llmgw:group:" + long_id + ":tokout:hour:2026112712");
     EXPECT_EQ(seen_key("group", "eng"), "llmgw:group:eng:seen");
+    std::string seen = "a reused buffer longer than the key";
+    assign_seen_key(seen, "user", "a:b");
+    EXPECT_EQ(seen, "llmgw:user:a:b:seen");
     EXPECT_EQ(scope_prefix("user", "bob"), "llmgw:user:bob:");
     std::string e = "reused";
     assign_entry_key(e, "provmodel", "mock/gpt-4o", Window::Month, "202611");
@@ -33,6 +36,27 @@ TEST(Keys, Shapes) {
     EXPECT_EQ(e, "llmgw:group:" + long_id + ":hour:2026112712");
     assign_entry_key(e, "user", "", Window::Min, "");
     EXPECT_EQ(e, "llmgw:user::min:");
+}
+
+TEST(Keys, EntryKeyInTwoStepsIsTheSame) {
+    const std::string long_id(300, 'x');
+    std::string e = "a reused buffer longer than some keys";
+    std::string expect;
+    for (std::string_view id : {std::string_view("a:b/c"), std::string_view(""), std::string_view(long_id)}) {
+        const std::size_t scope = assign_entry_scope(e, "model", id);
+        EXPECT_EQ(e, scope_prefix("model", id));
+        // Every window after the scope's part, the longest bucket first.
+        for (Window w : {Window::Min, Window::Hour, Window::Day, Window::Month}) {
+            for (std::string_view b : {std::string_view("202611271200"), std::string_view("2026")}) {
+                assign_entry_window(e, scope, w, b);
+                assign_entry_key(expect, "model", id, w, b);
+                EXPECT_EQ(e, expect);
+            }
+        }
+        assign_entry_window(e, scope, Window::Day, "");
+        assign_entry_key(expect, "model", id, Window::Day, "");
+        EXPECT_EQ(e, expect);
+    }
 }
 
 TEST(Keys, SplitCounterKeyIsTheInverse) {

@@ -49,8 +49,28 @@ bool name_is(const rj::Value& name, std::string_view s) {
 // base64 images) than the final copy costs.
 using StringWriter = rj::Writer<rj::StringBuffer>;
 
+// The request's document lives as long as the request (every attempt's
+// rewrite reads it), so its pool is sized to the body instead of rapidjson's
+// 64 KiB first chunk: about the body's size holds its values and copied
+// strings (a body denser in values takes more chunks of the same size).
+// Chunks come from the one shared malloc wrapper, not one allocated per
+// document.
+std::size_t doc_chunk_for(std::size_t body_size) {
+    constexpr std::size_t kMin = 256, kMax = 64 * 1024;   // rapidjson's own chunk size
+    const std::size_t n = body_size + body_size / 2 + kMin;
+    return n < kMax ? n : kMax;
+}
+
+rj::CrtAllocator* shared_crt() {
+    static rj::CrtAllocator crt;   // stateless: malloc and free
+    return &crt;
+}
+
 class RequestDocImpl final : public RequestDoc {
 public:
+    explicit RequestDocImpl(std::size_t body_bytes) : pool(doc_chunk_for(body_bytes), shared_crt()), doc(&pool) {}
+
+    rj::MemoryPoolAllocator<> pool;   // before doc: doc's values live in it
     rj::Document doc;
     RequestInfo inf;
     std::size_t body_size = 0;
@@ -326,7 +346,7 @@ std::unique_ptr<RequestDoc> RequestDoc::parse(std::string_view body, std::string
             err = "request body is nested too deeply";
             return nullptr;
         }
-        auto r = std::make_unique<RequestDocImpl>();
+        auto r = std::make_unique<RequestDocImpl>(body.size());
         if (!parse_full_precision<rj::kParseDefaultFlags>(r->doc, body)) {
             err = json_numbers_representable(body)
                       ? "request body is not valid JSON"

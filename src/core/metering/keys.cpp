@@ -70,9 +70,14 @@ char* put_counter_key(char* p, std::string_view kind, std::string_view id, std::
 }
 
 std::string seen_key(std::string_view kind, std::string_view id) {
-    std::string key = scope_prefix(kind, id);
-    key.append("seen");
+    std::string key;
+    assign_seen_key(key, kind, id);
     return key;
+}
+
+void assign_seen_key(std::string& out, std::string_view kind, std::string_view id) {
+    const std::string_view parts[] = {kind, id, "seen"};
+    write_key(out, parts);
 }
 
 std::string scope_prefix(std::string_view kind, std::string_view id) {
@@ -85,6 +90,22 @@ void assign_entry_key(std::string& out, std::string_view kind, std::string_view 
                       std::string_view bucket_str) {
     const std::string_view parts[] = {kind, id, window_name(w), bucket_str};
     write_key(out, parts);
+}
+
+std::size_t assign_entry_scope(std::string& out, std::string_view kind, std::string_view id) {
+    const std::string_view parts[] = {kind, id, {}};
+    write_key(out, parts);
+    return out.size();
+}
+
+void assign_entry_window(std::string& out, std::size_t scope_len, Window w, std::string_view bucket_str) {
+    const std::string_view name = window_name(w);
+    out.resize(scope_len + name.size() + 1 + bucket_str.size());
+    char* p = &out[scope_len];
+    std::memcpy(p, name.data(), name.size());
+    p += name.size();
+    *p++ = ':';
+    if (!bucket_str.empty()) std::memcpy(p, bucket_str.data(), bucket_str.size());
 }
 
 bool split_counter_key(std::string_view key, std::string& entry, std::string_view& metric) {

@@ -40,6 +40,8 @@ std::size_t counter_key_size(std::string_view kind, std::string_view id, std::st
 char* put_counter_key(char* p, std::string_view kind, std::string_view id, std::string_view metric, Window w,
                       std::string_view bucket);
 std::string seen_key(std::string_view kind, std::string_view id);
+// The same written into out (its capacity reused).
+void assign_seen_key(std::string& out, std::string_view kind, std::string_view id);
 // The reserved counter of a scope's slot; tokens ("rtok") when tokens, else cost ("rcost").
 std::string reserved_key(std::string_view kind, std::string_view id, bool tokens, std::int64_t slot);
 // The same from the scope's prefix ("llmgw:<kind>:<id>:", scope_prefix).
@@ -74,6 +76,11 @@ std::string scope_prefix(std::string_view kind, std::string_view id);
 // capacity is reused: this runs for every scope and window of a request).
 void assign_entry_key(std::string& out, std::string_view kind, std::string_view id, Window w,
                       std::string_view bucket);
+// The same in two steps, for every window of one scope: the scope's part
+// ("llmgw:<kind>:<id>:") written once (returns its length), then each
+// window's part written after it, over the previous window's.
+std::size_t assign_entry_scope(std::string& out, std::string_view kind, std::string_view id);
+void assign_entry_window(std::string& out, std::size_t scope_len, Window w, std::string_view bucket);
 // Splits a counter key into its entry key and its metric name. The last
 // three ':'-separated parts are metric, window and bucket (an id may itself
 // contain ':'). False (out untouched) when key has fewer parts.

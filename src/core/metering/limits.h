@@ -119,6 +119,11 @@ struct AdmissionPlan {
     // (admitted_request_deltas, core/metering/accounting.h;
     // docs/store.md#accounting-batches).
     std::vector<std::pair<std::string, std::string>> deferred;
+    // A store's own reading of the plan's keys, made the first time that
+    // store runs the plan and kept as long as the plan (the shared-memory
+    // store: each key's entry and slot, found once per plan rather than
+    // once per request). Not part of what the plan says; null until then.
+    mutable std::shared_ptr<const void> store_view;
 };
 
 // scopes: the request's user, group and total scopes (more may follow).

@@ -134,6 +134,7 @@ void cutoff_admitted(ngx_log_t* log, RequestCtx* ctx) {
 
 std::vector<Scope> request_scopes(const RequestCtx& ctx) {
     std::vector<Scope> scopes;
+    scopes.reserve(3);
     const UserConf& u = *ctx.auth.user;
     scopes.push_back(Scope{"user", u.name, &u.limits});
     if (ctx.auth.is_admin_traffic) return scopes;   // the admin's own limits; never group or total
@@ -185,8 +186,8 @@ ngx_int_t admit_request(ngx_http_request_t* r, RequestCtx* ctx) {
         r, ctx, Resume::RunPhases,
         [store, plan = std::move(plan), amounts, ctx](std::function<void()> answered) {
             std::weak_ptr<bool> alive = ctx->alive;
-            store->admit(plan, amounts, [store, plan, amounts, ctx, alive, answered](const StoreReply& rep,
-                                                                                    const AdmissionResult& res) {
+            store->admit(plan, amounts, [store, plan, amounts, ctx, alive, answered = std::move(answered)](
+                                            const StoreReply& rep, const AdmissionResult& res) {
                 auto token = alive.lock();
                 if (!token || !*token) {
                     // The request ended while the store was asked: what the

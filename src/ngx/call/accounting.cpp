@@ -33,9 +33,10 @@ void touch_last_seen(CounterStore* store, const std::vector<Scope>& scopes, std:
     if (w == nullptr) return;
     auto& cache = w->seen;
     if (cache.size() > 100000) cache.clear();
+    thread_local std::string key;   // reused: most requests find their scopes stamped this minute
     for (const Scope& s : scopes) {
         if (s.kind != "user" && s.kind != "group") continue;
-        std::string key = seen_key(s.kind, s.id);
+        assign_seen_key(key, s.kind, s.id);
         std::int64_t minute = now / 60;
         auto it = cache.find(key);
         if (it != cache.end() && it->second == minute) continue;

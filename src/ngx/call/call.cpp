@@ -49,9 +49,6 @@ ngx_table_elt_t* push_header(ngx_list_t* list, ngx_pool_t* pool, std::string_vie
 // organisation header and hop-by-hop/body header, plus the codec's headers.
 ngx_int_t build_sr_headers(ngx_http_request_t* r, ngx_http_request_t* sr, const UpstreamRequest& up) {
     ngx_http_headers_in_t& hi = sr->headers_in;
-    if (ngx_list_init(&hi.headers, r->pool, 16, sizeof(ngx_table_elt_t)) != NGX_OK) return NGX_ERROR;
-
-    bool ok = true;
     auto replaced = [&](const ngx_table_elt_t& h) {
         if (up.bare_headers) return true;   // the gateway's own request: none of the caller's headers
         for (const auto& kv : up.headers) {
@@ -59,8 +56,30 @@ ngx_int_t build_sr_headers(ngx_http_request_t* r, ngx_http_request_t* sr, const 
         }
         return false;
     };
+    auto relayed = [&](const ngx_table_elt_t& h) {
+        return !is_credential_header(h) && !hop_or_body_header(h) && !replaced(h);
+    };
+    // One part of exactly the headers the call sends (the request's pool
+    // holds it as long as the request lives); the first 64 headers' verdicts
+    // are kept for the copy.
+    constexpr ngx_uint_t kKept = 64;
+    bool keep[kKept];
+    ngx_uint_t n = up.headers.size(), i = 0;
     for_each_header(r->headers_in.headers, [&](const ngx_table_elt_t& h) {
-        if (is_credential_header(h) || hop_or_body_header(h) || replaced(h)) return true;
+        const bool k = relayed(h);
+        if (i < kKept) keep[i] = k;
+        ++i;
+        n += k ? 1 : 0;
+        return true;
+    });
+    if (ngx_list_init(&hi.headers, r->pool, n > 0 ? n : 1, sizeof(ngx_table_elt_t)) != NGX_OK) return NGX_ERROR;
+
+    bool ok = true;
+    i = 0;
+    for_each_header(r->headers_in.headers, [&](const ngx_table_elt_t& h) {
+        const bool k = i < kKept ? keep[i] : relayed(h);
+        ++i;
+        if (!k) return true;
         auto* copy = static_cast<ngx_table_elt_t*>(ngx_list_push(&hi.headers));
         if (copy == nullptr) return ok = false;
         *copy = h;
@@ -123,15 +142,11 @@ ngx_chain_t* view_link(ngx_pool_t* pool, std::string_view bytes) {
     return cl;
 }
 
-// The subrequest's body: the codec's bytes, or the caller's body as
-// received around the codec's splice (views, never a copy of the body).
-ngx_chain_t* body_chain(ngx_pool_t* pool, const CallerRequest& in, const UpstreamRequest& up, off_t& total) {
-    std::string_view own;
-    if (!up.body.empty()) {
-        ngx_str_t copy = pstr(pool, up.body);
-        if (copy.data == nullptr) return nullptr;
-        own = std::string_view(reinterpret_cast<const char*>(copy.data), copy.len);
-    }
+// The subrequest's body: the codec's bytes (own: held by the Call), or the
+// caller's body as received around the codec's splice (views, never a copy
+// of the body).
+ngx_chain_t* body_chain(ngx_pool_t* pool, const CallerRequest& in, const UpstreamRequest& up, std::string_view own,
+                        off_t& total) {
     std::string_view pieces[3];
     if (up.caller_body) {
         const std::size_t at = up.splice_at <= in.body.size() ? up.splice_at : in.body.size();
@@ -218,7 +233,8 @@ ngx_int_t Call::start(ngx_http_request_t* r, const CallerRequest& in, std::strin
     auto* rb = static_cast<ngx_http_request_body_t*>(ngx_pcalloc(r->pool, sizeof(ngx_http_request_body_t)));
     ngx_str_t method = pstr(r->pool, up.method);
     off_t length = 0;
-    ngx_chain_t* body = body_chain(r->pool, in, up, length);
+    body_ = std::move(up.body);   // the views point into it: no copy in the pool
+    ngx_chain_t* body = body_chain(r->pool, in, up, body_, length);
     if (!sr_uri.data || (!args.empty() && !sr_args.data) || !ps || !sub || !rb || !method.data || !body) return NGX_ERROR;
 
     ps->handler = done_handler;

@@ -133,6 +133,7 @@ private:
     bool announced_ = false;        // the request was told a streamed answer began
     std::string pending_;
     std::string captured_;
+    std::string body_;              // the upstream request's body the codec built (the subrequest's views read it)
 };
 
 // Implemented by the request side (relay.cpp): what the request does with a

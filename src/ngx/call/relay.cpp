@@ -3,6 +3,8 @@
 // it is complete and valid, the error envelope otherwise), and the filter
 // that routes a subrequest's output to its Call. Retries and failover are in
 // failover.cpp; nginx's own error pages in http/error_pages.cpp.
+#include <algorithm>
+
 #include "ngx/request/route.h"
 #include "ngx/call/relay.h"
 
@@ -24,6 +26,9 @@
 namespace llmgw {
 
 namespace {
+
+// The first size of a buffer relaying a stream's bytes to the client.
+constexpr std::size_t kRelayBufSize = 512;
 
 ngx_http_output_header_filter_pt next_header_filter;
 ngx_http_output_body_filter_pt next_body_filter;
@@ -256,8 +261,14 @@ ngx_int_t request_on_stream_bytes(Call& call, std::string_view data) {
     ngx_chain_t* cl = ngx_chain_get_free_buf(sr->pool, &call.free_bufs);
     if (cl == nullptr) return NGX_ERROR;
     ngx_buf_t* b = cl->buf;
-    if (b->start == nullptr || static_cast<std::size_t>(b->end - b->start) < data.size()) {
-        std::size_t cap = data.size() < 4096 ? 4096 : data.size();
+    const std::size_t had = b->start != nullptr ? static_cast<std::size_t>(b->end - b->start) : 0;
+    if (had < data.size()) {
+        // Sized for a stream's events (a few hundred bytes each), from the
+        // request's pool; a buffer that must grow at least doubles, and the
+        // one it replaces goes back when the pool allocated it on its own
+        // (ngx_pfree: a large one), so the growths of a stream stay few.
+        std::size_t cap = std::max({data.size(), 2 * had, kRelayBufSize});
+        if (b->start != nullptr) ngx_pfree(sr->pool, b->start);
         b->start = static_cast<u_char*>(ngx_palloc(sr->pool, cap));
         if (b->start == nullptr) return NGX_ERROR;
         b->end = b->start + cap;

@@ -132,6 +132,55 @@ std::uint32_t hash_of(const std::string& key) {
     return static_cast<std::uint32_t>(h ^ (h >> 32));
 }
 
+// An admission plan's counter keys as this store reads them
+// (AdmissionPlan::store_view): the distinct entry keys with their hashes,
+// and each key's entry and slot. The plan never changes while it lives, so
+// its keys are found by address. A reserved counter's key is not in it.
+struct PlanView {
+    struct Key {
+        const std::string* key;
+        std::uint32_t entry;   // index in entries
+        Slot slot;
+    };
+    std::vector<std::string> entries;
+    std::vector<std::uint32_t> hashes;
+    std::vector<Key> keys;     // sorted by address
+
+    explicit PlanView(const AdmissionPlan& plan) {
+        std::string ekey;
+        auto add = [&](const std::string& key) {
+            ReservedKey rk;
+            if (parse_reserved(key, rk)) return;   // read through its ring entry
+            const Slot slot = entry_key(key, ekey);
+            std::size_t i = 0;
+            while (i < entries.size() && entries[i] != ekey) ++i;
+            if (i == entries.size()) {
+                entries.push_back(ekey);
+                hashes.push_back(hash_of(ekey));
+            }
+            keys.push_back(Key{&key, static_cast<std::uint32_t>(i), slot});
+        };
+        for (const Check& c : plan.checks) {
+            for (const std::string& k : c.keys) add(k);
+        }
+        for (const Incr& in : plan.admit) add(in.key);
+        for (const Incr& in : plan.reject) add(in.key);
+        std::sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) { return std::less<>()(a.key, b.key); });
+    }
+
+    const Key* find(const std::string& key) const {
+        auto it = std::lower_bound(keys.begin(), keys.end(), &key,
+                                   [](const Key& k, const std::string* p) { return std::less<>()(k.key, p); });
+        return it != keys.end() && it->key == &key ? &*it : nullptr;
+    }
+};
+
+// The plan's view, made at its first admission in this worker.
+const PlanView& plan_view(const AdmissionPlan& plan) {
+    if (plan.store_view == nullptr) plan.store_view = std::make_shared<const PlanView>(plan);
+    return *static_cast<const PlanView*>(plan.store_view.get());
+}
+
 // Operations on the zone; the caller holds the mutex.
 class ZoneTxn : public KvTxn {
 public:
@@ -162,7 +211,18 @@ public:
         return nullptr;
     }
 
+    // An admission's plan: its keys' entries are found through its view,
+    // each entry once per transaction.
+    void use(const PlanView* view) {
+        view_ = view;
+        std::fill(std::begin(resolved_), std::end(resolved_), nullptr);
+    }
+
     std::int64_t get(const std::string& key) override {
+        if (const PlanView::Key* k = view_ != nullptr ? view_->find(key) : nullptr) {
+            Entry* e = resolved(*k);
+            return (e && e->expires > now_) ? e->values[k->slot] : 0;
+        }
         ReservedKey rk;
         if (parse_reserved(key, rk)) {   // the admin's usage read
             assign_reserved_record_key(ring_key_, rk.scope);
@@ -196,8 +256,21 @@ public:
     }
 
     bool incr(const std::string& key, std::int64_t delta, std::int64_t ttl) override {
-        Slot slot = entry_key(key, ekey_);
-        Entry* e = find_or_create(ekey_, ttl);
+        Slot slot;
+        Entry* e;
+        if (const PlanView::Key* k = view_ != nullptr ? view_->find(key) : nullptr) {
+            slot = k->slot;
+            e = resolved(*k);
+            if (e != nullptr) {
+                renew(e, std::min(ttl, kMaxTtl));
+            } else {
+                e = find_or_create(view_->entries[k->entry], ttl);
+                if (e != nullptr && k->entry < kResolved) resolved_[k->entry] = e;
+            }
+        } else {
+            slot = entry_key(key, ekey_);
+            e = find_or_create(ekey_, ttl);
+        }
         if (e == nullptr) return false;
         e->values[slot] = saturating_add(e->values[slot], delta);
         return true;
@@ -252,6 +325,7 @@ public:
     // metric), gets every delta in its metric's slot.
     bool apply(const std::vector<ScopeDelta>& deltas) {
         bool ok = true;
+        const WindowStamps at(now_, true);   // the windows' buckets and TTLs, once for every scope
         for (const ScopeDelta& d : deltas) {
             if (!d.any()) continue;
             std::string_view id = d.id;
@@ -259,20 +333,24 @@ public:
             // A statistics scope's entries, found while checking the budget:
             // not looked up twice (the common case: they all exist).
             Entry* found[kWindowCount] = {};
-            if (bounded && !stats_fit(d.kind, id, found)) {
+            if (bounded && !stats_fit(d.kind, id, at, found)) {
                 id = d.overflow_id;
                 bounded = false;
                 overflowed_ = true;
                 std::fill(std::begin(found), std::end(found), nullptr);
             }
+            std::size_t scope_len = 0;   // ekey_ holds the scope's part of its entry keys
             for (int i = 0; i < kWindowCount; ++i) {
                 const Window w = static_cast<Window>(i);
                 Entry* e = found[i];
                 if (e != nullptr) {
-                    renew(e, ttl_seconds_in_process(w));
+                    renew(e, at.ttls[i]);
                 } else {
-                    entry_key_of(d.kind, id, w);
-                    e = find_or_create(ekey_, ttl_seconds_in_process(w), bounded);
+                    // Each scope and window is one entry, found once per
+                    // settle: not looked for among the remembered ones.
+                    if (scope_len == 0) scope_len = assign_entry_scope(ekey_, d.kind, id);
+                    assign_entry_window(ekey_, scope_len, w, at.buckets[i]);
+                    e = find_or_create(ekey_, at.ttls[i], bounded, kSlotCount, false);
                 }
                 if (e == nullptr) {
                     ok = false;
@@ -288,11 +366,12 @@ public:
 
     // Whether the statistics entries of (kind, id) for the current windows
     // exist or fit in the statistics budget; found: those that exist.
-    bool stats_fit(std::string_view kind, std::string_view id, Entry* (&found)[kWindowCount]) {
+    bool stats_fit(std::string_view kind, std::string_view id, const WindowStamps& at, Entry* (&found)[kWindowCount]) {
         std::size_t need = 0;
+        const std::size_t scope_len = assign_entry_scope(ekey_, kind, id);
         for (int i = 0; i < kWindowCount; ++i) {
-            entry_key_of(kind, id, static_cast<Window>(i));
-            found[i] = find(ekey_);
+            assign_entry_window(ekey_, scope_len, static_cast<Window>(i), at.buckets[i]);
+            found[i] = find_uncached(ekey_, hash_of(ekey_));   // never among the remembered ones, as in apply
             if (found[i] == nullptr) need += slab_size(entry_size(ekey_.size()));
         }
         if (need == 0) return true;
@@ -320,6 +399,7 @@ public:
         if (!force && now_ - z_->sh->last_sweep < kSweepInterval) return;
         z_->sh->last_sweep = now_;
         for (auto& c : cache_) c = nullptr;
+        for (auto& e : resolved_) e = nullptr;
         remove_if([this](const Entry* e) { return e->expires <= now_; });
     }
 
@@ -353,10 +433,6 @@ private:
         z_->sh->entries--;
     }
 
-    void entry_key_of(std::string_view kind, std::string_view id, Window w) {
-        assign_entry_key(ekey_, kind, id, w, bucket(w, now_));
-    }
-
     // An entry found again: expired, it is a new window's counter.
     void renew(Entry* e, std::int64_t ttl, std::size_t nvalues = kSlotCount) {
         if (e->expires > now_) return;
@@ -365,18 +441,26 @@ private:
         e->expires = now_ + ttl;
     }
 
+    // remembered: look among the transaction's last entries first.
     Entry* find_or_create(const std::string& key, std::int64_t ttl, bool stats = false,
-                          std::size_t nvalues = kSlotCount) {
+                          std::size_t nvalues = kSlotCount, bool remembered = true) {
         // Counters written here while a shared store is down carry its long
         // TTLs; shared memory keeps them at most 32 days.
         if (ttl > kMaxTtl) ttl = kMaxTtl;
-        Entry* e = find(key);
+        std::uint32_t hash = 0;
+        Entry* e;
+        if (remembered) {
+            e = find(key);
+        } else {
+            hash = hash_of(key);
+            e = find_uncached(key, hash);
+        }
         if (e != nullptr) {
             renew(e, ttl, nvalues);
             return e;
         }
         if (key.size() > 65535) return nullptr;
-        std::uint32_t hash = hash_of(key);
+        if (remembered) hash = hash_of(key);
         std::size_t size = entry_size(key.size(), nvalues);
         auto* n = static_cast<Entry*>(ngx_slab_alloc_locked(z_->shpool, size));
         if (n == nullptr) {
@@ -401,7 +485,19 @@ private:
         return n;
     }
 
+    // A plan key's entry, found (not created) once per transaction; null
+    // when absent (an increment creates it).
+    Entry* resolved(const PlanView::Key& k) {
+        if (k.entry < kResolved && resolved_[k.entry] != nullptr) return resolved_[k.entry];
+        Entry* e = find_uncached(view_->entries[k.entry], view_->hashes[k.entry]);
+        if (e != nullptr && k.entry < kResolved) resolved_[k.entry] = e;
+        return e;
+    }
+
     static constexpr std::size_t kCache = 16;   // a request's counter entries and its scopes' reservation rings
+    static constexpr std::size_t kResolved = 16;   // a plan's entries: its scopes' windows
+    const PlanView* view_ = nullptr;
+    Entry* resolved_[kResolved] = {};
     ZoneCtx* z_;
     std::int64_t now_;
     std::string ekey_;                 // scratch: the entry key of the current counter key
@@ -438,8 +534,10 @@ public:
         AdmissionResult result;
         bool ok;
         {
+            const PlanView& view = plan_view(*plan);
             ShmLock lock(z_.shpool);
             ZoneTxn txn(&z_, ngx_time());
+            txn.use(&view);
             ok = execute_admission(txn, *plan, result, amounts);
         }
         done(ok ? StoreReply{} : full(), result);
