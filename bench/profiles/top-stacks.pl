@@ -1,6 +1,6 @@
 #!/usr/bin/perl
 # top-stacks.pl FOLDED [N]: a text report of collapsed stacks (one
-# "frame;frame;... count" line per stack, as stackcollapse-perf.pl writes
+# "frame;frame;... count" line per stack, as `flame.pl --folded` writes
 # them): the share of the samples spent in user space and in the kernel,
 # the top user-space leaf functions, the module's functions by inclusive
 # share, and the heaviest user-space stacks. Frames are cut at the first
