@@ -226,3 +226,11 @@ TEST(Accounting, AdmittedRequestDeltasCountOneRequestInEachDeferredScope) {
     }
     EXPECT_TRUE(admitted_request_deltas(AdmissionPlan{}).empty());
 }
+
+TEST(Accounting, ScopeDeltaMetricsCountsTheNonZeroOnes) {
+    ScopeDelta d;
+    EXPECT_EQ(d.metrics(), 0u);
+    d.delta[kMetricReq] = 1;
+    d.delta[kMetricCost] = -3;
+    EXPECT_EQ(d.metrics(), 2u);
+}

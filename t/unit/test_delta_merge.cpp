@@ -30,7 +30,7 @@ struct Seen {
 
 std::vector<Seen> seen(const MergedDeltas& m) {
     std::vector<Seen> out;
-    m.for_each_second([&](std::time_t now, const std::vector<ScopeDelta>& ds) {
+    m.for_each_minute([&](std::time_t now, const std::vector<ScopeDelta>& ds) {
         for (const ScopeDelta& d : ds) {
             out.push_back(Seen{now, std::string(d.kind), std::string(d.id), std::string(d.overflow_id),
                                d.delta[kMetricTokIn], d.delta[kMetricCost]});

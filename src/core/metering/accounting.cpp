@@ -39,6 +39,12 @@ bool answer_billed(const BilledAnswer& a) {
     return false;
 }
 
+std::size_t ScopeDelta::metrics() const {
+    std::size_t n = 0;
+    for (std::int64_t d : delta) n += d != 0 ? 1 : 0;
+    return n;
+}
+
 bool ScopeDelta::any() const {
     for (std::int64_t d : delta) {
         if (d != 0) return true;

@@ -65,6 +65,8 @@ struct ScopeDelta {
     std::string_view overflow_id;
     std::int64_t delta[kMetricCount] = {};
     bool any() const;
+    // Its metrics with a delta (each one counter in every window).
+    std::size_t metrics() const;
 };
 
 // For every scope and for the model scope: tokin (prompt) and tokout

@@ -28,13 +28,13 @@ void MergedDeltas::add(const std::vector<ScopeDelta>& deltas, std::time_t at) {
         }
         auto found = index_.find(key_);
         if (found != index_.end()) {
-            ScopeDelta& m = seconds_[found->second.first].deltas[found->second.second];
+            ScopeDelta& m = minutes_[found->second.first].deltas[found->second.second];
             for (int i = 0; i < kMetricCount; ++i) m.delta[i] = saturating_add(m.delta[i], d.delta[i]);
             continue;
         }
         std::size_t si = 0;
-        while (si < seconds_.size() && seconds_[si].now != now) ++si;
-        if (si == seconds_.size()) seconds_.push_back(Second{now, {}});
+        while (si < minutes_.size() && minutes_[si].now != now) ++si;
+        if (si == minutes_.size()) minutes_.push_back(Minute{now, {}});
         ScopeDelta m = d;
         strings_.emplace_back(d.kind);
         m.kind = strings_.back();
@@ -42,13 +42,13 @@ void MergedDeltas::add(const std::vector<ScopeDelta>& deltas, std::time_t at) {
         m.id = strings_.back();
         strings_.emplace_back(d.overflow_id);
         m.overflow_id = strings_.back();
-        seconds_[si].deltas.push_back(m);
-        index_.emplace(key_, std::make_pair(si, seconds_[si].deltas.size() - 1));
+        minutes_[si].deltas.push_back(m);
+        index_.emplace(key_, std::make_pair(si, minutes_[si].deltas.size() - 1));
     }
 }
 
 void MergedDeltas::clear() {
-    seconds_.clear();
+    minutes_.clear();
     strings_.clear();
     index_.clear();
 }

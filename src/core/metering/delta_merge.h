@@ -25,24 +25,24 @@ public:
     // Adds one request's deltas, stamped at now (a delta with nothing to
     // count is skipped).
     void add(const std::vector<ScopeDelta>& deltas, std::time_t now);
-    bool empty() const { return seconds_.empty(); }
+    bool empty() const { return minutes_.empty(); }
     // Distinct (minute, scope) pairs held.
     std::size_t size() const { return index_.size(); }
     // The merged deltas of each minute, in the order the minutes were first
     // added: f(minute's first second, deltas). The deltas view strings this
     // object owns.
     template <typename F>
-    void for_each_second(F f) const {
-        for (const Second& s : seconds_) f(s.now, s.deltas);
+    void for_each_minute(F f) const {
+        for (const Minute& s : minutes_) f(s.now, s.deltas);
     }
     void clear();
 
 private:
-    struct Second {
+    struct Minute {
         std::time_t now;
         std::vector<ScopeDelta> deltas;
     };
-    std::vector<Second> seconds_;
+    std::vector<Minute> minutes_;
     std::deque<std::string> strings_;   // what the deltas view (stable: a deque only grows at its end)
     std::unordered_map<std::string, std::pair<std::size_t, std::size_t>> index_;   // key -> (minute, delta)
     std::string key_;                   // scratch

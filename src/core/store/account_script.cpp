@@ -170,8 +170,7 @@ bool append_account_deltas(std::string& out, const std::vector<StampedDeltas>& b
         }
         ttls.known = true;
         for (const ScopeDelta& d : *s.deltas) {
-            std::size_t q = 0;
-            each_quad(d, [&q](Metric, std::int64_t) { ++q; });
+            const std::size_t q = d.metrics();
             if (q == 0) continue;
             if (d.overflow_id.empty()) {
                 nplain += q;
@@ -217,8 +216,7 @@ bool append_account_deltas(std::string& out, const std::vector<StampedDeltas>& b
         w.arg(static_cast<std::int64_t>(ngroups));
         for (const StampedDeltas& s : batch) {
             for (const ScopeDelta& d : *s.deltas) {
-                std::size_t q = 0;
-                each_quad(d, [&q](Metric, std::int64_t) { ++q; });
+                const std::size_t q = d.metrics();
                 if (d.overflow_id.empty() || q == 0) continue;
                 key.assign(d.kind).append(":").append(d.id);
                 w.arg(key);

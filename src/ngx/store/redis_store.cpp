@@ -31,7 +31,7 @@ constexpr std::int64_t kMaxStatIds = 1000;
 
 // The accounting of the requests settled since the last flush (write-behind,
 // docs/store.md#accounting-batches): their deltas merged per scope and
-// second, the reserved counters they give back, and the reservations they
+// minute, the reserved counters they give back, and the reservations they
 // held (which the releases view; those the shared-memory fallback admitted
 // are given back there when the flush fails with fail_open).
 struct PendingAccounting {
@@ -478,12 +478,10 @@ private:
         if (!latch().should_try(now_ms())) return degraded_batch(*batch);
         send_cancels();
         std::size_t counters = 0;
-        batch->merged.for_each_second([&](std::time_t now, const std::vector<ScopeDelta>& ds) {
+        batch->merged.for_each_minute([&](std::time_t now, const std::vector<ScopeDelta>& ds) {
             batch->stamps.emplace_back(now, false);
             batch->parts.push_back(StampedDeltas{&batch->stamps.back(), &ds});
-            for (const ScopeDelta& d : ds) {
-                for (std::int64_t v : d.delta) counters += v != 0 ? kWindowCount * (d.overflow_id.empty() ? 1 : 2) : 0;
-            }
+            for (const ScopeDelta& d : ds) counters += d.metrics() * kWindowCount * (d.overflow_id.empty() ? 1 : 2);
         });
         ngx_log_debug4(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
                        "llm_gateway: accounting batch: %uz requests, %uz scope deltas, %uz counters, "
@@ -514,7 +512,7 @@ private:
                     // The cancel names the counters: their keys are made now,
                     // on this rare path.
                     AccountIncrs incrs;
-                    batch->merged.for_each_second([&incrs](std::time_t now, const std::vector<ScopeDelta>& ds) {
+                    batch->merged.for_each_minute([&incrs](std::time_t now, const std::vector<ScopeDelta>& ds) {
                         append_account_incrs(incrs, ds, now);
                     });
                     queue_cancel(cancel_account_command(incrs.plain, incrs.groups, *op, kOpTtl));
@@ -555,7 +553,7 @@ private:
             auto note = [&rep](const StoreReply& r) {
                 if (r.status != StoreStatus::Ok) rep = r;
             };
-            batch.merged.for_each_second([&](std::time_t now, const std::vector<ScopeDelta>& ds) {
+            batch.merged.for_each_minute([&](std::time_t now, const std::vector<ScopeDelta>& ds) {
                 fallback_->settle(ds, HeldReservation(), now, note);
             });
             // A request that Redis admitted (it has a ticket) reserved
