@@ -270,6 +270,37 @@ subtest 'fail_open=on: a batch the store does not take is counted once in shared
     $r2->stop;
 };
 
+# A request admitted in shared memory while the latch was open, settled
+# after its 5 s: its accounting joins the batch without taking the latch's
+# probe, which the batch's own call takes when it is written. (Taken by the
+# settle and then not used, the probe was lost and the latch stayed open
+# for 30 s after the store came back.)
+subtest 'a settle after the latch\'s 5 s leaves the probe to the batch\'s call' => sub {
+    my $r2 = GwRedis->start();
+    my $ng = gateway(store => 'flush=1s', rport => $r2->port);
+    $ng->allow_log(qr/limit store .* failed/);
+    GwMeter::wait_second_below(30);
+    $mock->reset;
+    $mock->script(answer(times => 1), answer(delay_ms => 6000, times => 1), answer(times => 1000));
+    is(GwMeter::chat($ng, 'sk-bat-84')->{status}, 200, 'store up: 200');
+    $r2->kill9;
+    my $t_kill = Time::HiRes::time();
+    my $pid = fork // die "fork: $!";
+    if (!$pid) { my $r = GwMeter::chat($ng, 'sk-bat-84', timeout => 20); POSIX::_exit($r->{status} == 200 ? 0 : 1) }
+    ok(scalar(@{ $mock->wait_requests(2, timeout => 5) }) >= 2, 'a request admitted in shared memory, held 6 s by the provider');
+    Time::HiRes::sleep(5.5 - (Time::HiRes::time() - $t_kill));
+    $r2->restart;
+    waitpid($pid, 0);
+    is($? >> 8, 0, 'it was answered 200 after the latch\'s 5 s');
+    Time::HiRes::sleep(1.5);   # its batch's flush interval: the batch's call takes the probe
+    my $before = $r2->get_num(key_of('user', 'bat', 'req'));
+    is(GwMeter::chat($ng, 'sk-bat-84')->{status}, 200, 'the next request: 200');
+    ok(Gw::wait_until(sub { $r2->get_num(key_of('user', 'bat', 'req')) > $before }, timeout => 3, interval => 0.05),
+       'counted in Redis again: the latch closed with the batch\'s probe');
+    $ng->stop;
+    $r2->stop;
+};
+
 subtest 'fail_open=off: a batch the store does not take is dropped, logged per request' => sub {
     my $r2 = GwRedis->start();
     my $ng = gateway(store => 'flush=1s fail_open=off', rport => $r2->port);

@@ -90,6 +90,23 @@ TEST(StoreLatch, OnlyOneProbeInFlight) {
     EXPECT_FALSE(l.should_try(kT0 + 12000));
 }
 
+// may_try answers as should_try would, without taking the probe: a caller
+// that asks it (an accounting joining a pending batch) leaves the probe to
+// the call that will reach the store.
+TEST(StoreLatch, MayTryLeavesTheProbe) {
+    StoreLatch l;
+    EXPECT_TRUE(l.may_try(kT0));
+    l.on_failure(kT0, "down");
+    EXPECT_FALSE(l.may_try(kT0 + 4999));
+    EXPECT_TRUE(l.may_try(kT0 + 5000));
+    EXPECT_TRUE(l.may_try(kT0 + 5000));
+    EXPECT_FALSE(l.probing()) << "may_try took nothing";
+    ASSERT_TRUE(l.should_try(kT0 + 5000)) << "the probe is still there for the call";
+    EXPECT_FALSE(l.may_try(kT0 + 5001)) << "while it is out, not for others";
+    l.on_success(kT0 + 5002);
+    EXPECT_TRUE(l.may_try(kT0 + 5003));
+}
+
 TEST(StoreLatch, LostProbeStopsBlockingAfterAWhile) {
     StoreLatch l;
     l.on_failure(kT0, "down");

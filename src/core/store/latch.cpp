@@ -3,10 +3,15 @@
 
 namespace llmgw {
 
-bool StoreLatch::should_try(std::int64_t now_ms) {
+bool StoreLatch::may_try(std::int64_t now_ms) const {
     if (!open_) return true;
     if (probing_ && now_ms - probe_start_ms_ < kProbeStaleMs) return false;
-    if (now_ms - last_error_ms_ < kOpenMs) return false;
+    return now_ms - last_error_ms_ >= kOpenMs;
+}
+
+bool StoreLatch::should_try(std::int64_t now_ms) {
+    if (!may_try(now_ms)) return false;
+    if (!open_) return true;
     probing_ = true;
     probe_start_ms_ = now_ms;
     return true;

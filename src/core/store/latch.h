@@ -24,6 +24,10 @@ public:
     // the last failure: false. open, after kOpenMs: true for exactly one
     // caller (the probe), false for the others while that probe is in flight.
     bool should_try(std::int64_t now_ms);
+    // Whether should_try would say yes now, without taking the probe: for
+    // a caller that contacts the store later (a pending batch), whose own
+    // should_try then takes it.
+    bool may_try(std::int64_t now_ms) const;
 
     // A store operation succeeded: closes the latch, ends any probe.
     void on_success(std::int64_t now_ms);

@@ -164,7 +164,8 @@ public:
     // releases.
     void settle(const std::vector<ScopeDelta>& deltas, HeldReservation releases, std::time_t now,
                 WriteDone done) override {
-        if (!latch().should_try(now_ms())) return degraded_settle(deltas, std::move(releases), now, std::move(done));
+        // (may_try: the batch's own call takes the probe, when it is written.)
+        if (!latch().may_try(now_ms())) return degraded_settle(deltas, std::move(releases), now, std::move(done));
         PendingAccounting& p = *pending_;
         // What goes back: the request's own reservations, and a lease (or
         // its consumed part) this settle leaves idle (core/metering/lease.h).
