@@ -366,7 +366,8 @@ private:
         // Unreachable store: they lapse there.
         if (!latch().should_try(now_ms())) return leases_.forget();
         send_cancels();
-        account_call(std::make_shared<AccountIncrs>(), idle->released, idle,
+        static const std::vector<StampedDeltas> kNoDeltas;
+        account_call(kNoDeltas, idle->released, idle,
                      std::make_shared<std::string>(next_op()),
                      [this](const std::string& err, const std::vector<RespValue>& replies, bool) {
                          const std::string e = accounting_reply_error(err, replies);
@@ -399,20 +400,23 @@ private:
         }, now);
     }
 
-    // One call of the accounting script, written at once. keep holds what
-    // batch and released view until the call is answered.
+    // One call of the accounting script, written at once from the deltas
+    // (keys and all, straight into the connection's buffer: no string per
+    // counter). keep holds what parts and released view until the call is
+    // answered.
     template <typename Answered>
-    void account_call(std::shared_ptr<const AccountIncrs> batch, const std::vector<Release>& released,
+    void account_call(const std::vector<StampedDeltas>& parts, const std::vector<Release>& released,
                       std::shared_ptr<const void> keep, std::shared_ptr<const std::string> op, Answered answered) {
         const std::int64_t ids_ttl = ttl_seconds(Window::Day);
         script_call(
             kNoMemoryAccount,
             [&](std::string& wire) {
-                return append_account_command(wire, batch->plain, batch->groups, kMaxStatIds, ids_ttl, *op, kOpTtl,
-                                              true, released);
+                return append_account_deltas(wire, parts, kMaxStatIds, ids_ttl, *op, kOpTtl, true, released);
             },
-            [batch, &released, op, ids_ttl] {
-                return account_command(batch->plain, batch->groups, kMaxStatIds, ids_ttl, *op, kOpTtl, false, released);
+            [&parts, &released, op, ids_ttl] {
+                std::string cmd;
+                if (!append_account_deltas(cmd, parts, kMaxStatIds, ids_ttl, *op, kOpTtl, false, released)) cmd.clear();
+                return cmd;
             },
             [keep, answered = std::move(answered)](const std::string& err, const std::vector<RespValue>& replies,
                                                    bool sent) mutable { answered(err, replies, sent); },
@@ -489,40 +493,23 @@ private:
                        "%uz reservations given back",
                        batch->requests, batch->merged.size(), counters, batch->released.size());
         auto op = std::make_shared<std::string>(next_op());
-        const std::int64_t ids_ttl = ttl_seconds(Window::Day);
         ++flushes_in_flight_;
-        // The command is written from the merged deltas, keys and all,
-        // straight into the connection's buffer (no string per counter).
-        script_call(
-            kNoMemoryAccount,
-            [&](std::string& wire) {
-                return append_account_deltas(wire, batch->parts, kMaxStatIds, ids_ttl, *op, kOpTtl, true,
-                                             batch->released);
-            },
-            [batch, op, ids_ttl] {
-                std::string cmd;
-                if (!append_account_deltas(cmd, batch->parts, kMaxStatIds, ids_ttl, *op, kOpTtl, false,
-                                           batch->released)) {
-                    cmd.clear();
-                }
-                return cmd;
-            },
-            [this, batch, op](const std::string& err, const std::vector<RespValue>& replies, bool sent) {
-                --flushes_in_flight_;
-                if (sent && !err.empty()) {
-                    // The cancel names the counters: their keys are made now,
-                    // on this rare path.
-                    AccountIncrs incrs;
-                    batch->merged.for_each_minute([&incrs](std::time_t now, const std::vector<ScopeDelta>& ds) {
-                        append_account_incrs(incrs, ds, now);
-                    });
-                    queue_cancel(cancel_account_command(incrs.plain, incrs.groups, *op, kOpTtl));
-                }
-                finish_batch(err, replies, *batch);
-                // (Request counts alone wait for a settle or their timer.)
-                if (settings_->flush_ms == 0 && flushes_in_flight_ == 0 && pending_->requests > 0) flush();
-            },
-            true);
+        account_call(batch->parts, batch->released, batch, op,
+                     [this, batch, op](const std::string& err, const std::vector<RespValue>& replies, bool sent) {
+                         --flushes_in_flight_;
+                         if (sent && !err.empty()) {
+                             // The cancel names the counters: their keys are made now,
+                             // on this rare path.
+                             AccountIncrs incrs;
+                             batch->merged.for_each_minute([&incrs](std::time_t now, const std::vector<ScopeDelta>& ds) {
+                                 append_account_incrs(incrs, ds, now);
+                             });
+                             queue_cancel(cancel_account_command(incrs.plain, incrs.groups, *op, kOpTtl));
+                         }
+                         finish_batch(err, replies, *batch);
+                         // (Request counts alone wait for a settle or their timer.)
+                         if (settings_->flush_ms == 0 && flushes_in_flight_ == 0 && pending_->requests > 0) flush();
+                     });
     }
 
     bool pending_empty() const { return pending_->requests == 0 && pending_->merged.empty(); }
