@@ -31,8 +31,9 @@ sub conf {
     my (%o) = @_;
     my $store = "llm_gateway_store redis://127.0.0.1:%%RPORT%%" . ($o{store} ? " $o{store}" : '') . ";\n";
     # bat has a request limit (its admission asks the store and writes its
-    # request counts); free has none.
-    return GwMeter::conf(users => [$o{user} // 'llm_gateway_user bat key=sk-bat-84 group=gb requests_per_day=100000;',
+    # request counts: below 64 requests, too small for a worker's lease,
+    # t/85); free has none.
+    return GwMeter::conf(users => [$o{user} // 'llm_gateway_user bat key=sk-bat-84 group=gb requests_per_day=60;',
                                    'llm_gateway_user free key=sk-free-84 group=gf;'],
                          http => "llm_gateway_price mock/gpt-4o-mini input=1 output=1;\n" . $store);
 }

@@ -1254,7 +1254,7 @@ TEST_F(AdmitScriptRedis, FieldsReleasedToZeroOfEarlierSlotsAreDeleted) {
     const std::string hash = "llmgw:user:dee:rsv";
     auto field = [](bool tokens, std::int64_t s) {
         std::string f;
-        assign_reserved_field(f, tokens, s);
+        assign_reserved_field(f, tokens ? kReservedTokensTag : kReservedCostTag, s);
         return f;
     };
     c_.call({"HSET", hash, field(true, slot - 1), "0", field(false, slot - 2), "7", field(true, slot), "0"});
@@ -1333,7 +1333,7 @@ TEST(AdmitScript, AccountingFromDeltasEqualsFromIncrs) {
     const WindowStamps at_now(1795268700, false), at_before(1795268640, false);
     std::vector<Release> rel;
     const std::string rec = "llmgw:user:alice:rsv";
-    rel.push_back(Release{rec, true, 42, 9});
+    rel.push_back(Release{rec, Measure::Tokens, 42, 9});
 
     // The Incr form (what a cancel names).
     AccountIncrs incrs;
@@ -1357,4 +1357,74 @@ TEST(AdmitScript, AccountingFromDeltasEqualsFromIncrs) {
     ASSERT_TRUE(append_account_command(a, {}, {}, 1000, 3024000, "llmgw:op:2", 300, true, rel));
     ASSERT_TRUE(append_account_deltas(b, {}, 1000, 3024000, "llmgw:op:2", 300, true, rel));
     EXPECT_EQ(a, b);
+}
+
+// A plan built for leases (a shared store): every check reads its scope's
+// reserved counters of its measure, requests ("r" fields) included, and a
+// request that reserves nothing writes nothing there.
+TEST_F(AdmitScriptRedis, LeasedPlanChecksSumTheReservedCountersOfEveryMeasure) {
+    Limits user;
+    user.requests_per_minute = 5;
+    user.tokens_per_day = 1000;
+    const AdmissionPlan plan = build_admission_plan({{"user", "lee", &user}}, kNow, false, 0, false, 60);
+    ASSERT_TRUE(plan.leased);
+    ASSERT_EQ(plan.reserve.size(), 2u);   // requests, tokens
+    EXPECT_EQ(plan.reserve[0].measure, Measure::Requests);
+    const std::string hash = "llmgw:user:lee:rsv";
+    AdmissionResult r = admit_ok(plan);
+    ASSERT_TRUE(r.admitted) << r.message;
+    EXPECT_EQ(r.used, (std::vector<std::int64_t>{0, 0}));
+    EXPECT_EQ(c_.call({"EXISTS", hash}).integer, 0);   // nothing reserved
+    std::string rf, tf;
+    assign_reserved_field(rf, kReservedRequestsTag, plan.reserve[0].slot);
+    assign_reserved_field(tf, kReservedTokensTag, plan.reserve[1].slot);
+    c_.call({"HSET", hash, rf, "3", tf, "999"});
+    r = admit_ok(plan);
+    ASSERT_TRUE(r.admitted) << r.message;
+    EXPECT_EQ(r.used, (std::vector<std::int64_t>{4, 999}));   // 1 counted + 3 held; 999 held
+    r = admit_ok(plan);
+    EXPECT_FALSE(r.admitted);                                // 2 + 3 + 1 > 5
+    EXPECT_EQ(r.check_index, 0);
+    c_.call({"HSET", hash, tf, "1000"});
+    c_.call({"HSET", hash, rf, "0"});
+    r = admit_ok(plan);
+    EXPECT_FALSE(r.admitted);                                // tokens: 1000 held, not below the limit
+    EXPECT_EQ(r.check_index, 1);
+}
+
+// A lease's grant in the background: added when every check of its
+// reservation has sum + grant <= limit, else nothing; no counter written.
+TEST_F(AdmitScriptRedis, BackgroundGrantFitsOrIsLeftOut) {
+    Limits user;
+    user.requests_per_minute = 100;
+    user.requests_per_day = 1000;
+    const AdmissionPlan plan = build_admission_plan({{"user", "gus", &user}}, kNow, false, 0, false, 60);
+    ASSERT_EQ(plan.reserve.size(), 1u);
+    std::string rf;
+    assign_reserved_field(rf, kReservedRequestsTag, plan.reserve[0].slot);
+    const std::string hash = "llmgw:user:gus:rsv";
+    auto grant = [&](std::int64_t extra, std::vector<std::int64_t>& used) {
+        std::string cmd;
+        EXPECT_TRUE(append_grant_command(cmd, plan, 0, extra, false));
+        const RespValue v = c_.call_wire(cmd);
+        std::string err;
+        EXPECT_TRUE(decode_grant_reply(v, 2, used, err)) << err;
+    };
+    std::vector<std::int64_t> used;
+    grant(60, used);
+    EXPECT_EQ(used, (std::vector<std::int64_t>{0, 0}));
+    EXPECT_EQ(c_.call({"HGET", hash, rf}).str, "60");
+    EXPECT_GT(ttl(hash), 0);
+    grant(41, used);                                        // 60 + 41 > 100: left out
+    EXPECT_EQ(used, (std::vector<std::int64_t>{60, 60}));
+    EXPECT_EQ(c_.call({"HGET", hash, rf}).str, "60");
+    grant(40, used);
+    EXPECT_EQ(c_.call({"HGET", hash, rf}).str, "100");
+    EXPECT_EQ(get(key("user", "gus", "req", Window::Min)), 0);   // no counter written
+    grant(1, used);                                         // at the limit: refused, nothing written
+    EXPECT_EQ(used, (std::vector<std::int64_t>{100, 100}));
+    EXPECT_EQ(c_.call({"HGET", hash, rf}).str, "100");
+    std::string err;
+    EXPECT_FALSE(decode_grant_reply(RespValue{}, 2, used, err));
+    EXPECT_FALSE(err.empty());
 }

@@ -160,9 +160,9 @@ TEST(Keys, ReservedHashField) {
     // The same from the scope prefix, and the field alone.
     EXPECT_EQ(reserved_key_in("llmgw:user:a:b:", true, 11968458), reserved_key("user", "a:b", true, 11968458));
     EXPECT_EQ(reserved_key_in("llmgw:total:all:", false, 7), "llmgw:total:all:rcost:rsv:7");
-    assign_reserved_field(field, false, 1234567890123456789LL);
+    assign_reserved_field(field, kReservedCostTag, 1234567890123456789LL);
     EXPECT_EQ(field, "c1234567890123456789");
-    assign_reserved_field(field, true, 0);
+    assign_reserved_field(field, kReservedTokensTag, 0);
     EXPECT_EQ(field, "t0");
     // The record key, built from the scope prefix, and recognised.
     std::string rec = "reused";

@@ -75,7 +75,10 @@ std::int64_t later() { return clock_ms += 1000; }
 Req admit(LeaseBook& book, ModelStore& s, const AdmissionPlan& p, std::int64_t w, std::int64_t now = -1) {
     Req r;
     r.a = ReserveAmounts{w, 0};
-    r.t = book.take(p, r.a, now >= 0 ? now : later());
+    std::vector<Release> rel;
+    std::vector<std::shared_ptr<Lease>> keep;
+    r.t = book.take(p, r.a, now >= 0 ? now : later(), LeaseReturns{rel, keep});
+    s.account(0, rel);
     std::vector<std::int64_t> used;
     r.admitted = s.admit(p, r.a, r.t.get(), used);
     book.answered(r.t.get(), p, r.a, r.admitted, used);
@@ -90,12 +93,20 @@ std::vector<Release> settle(LeaseBook& book, ModelStore& s, const AdmissionPlan&
 }
 
 // The worker's idle timer: what it gives back, applied to the store.
-std::vector<Release> idle(LeaseBook& book, ModelStore& s) {
+// now: the timer's time (default: a second after the last request).
+std::vector<Release> idle(LeaseBook& book, ModelStore& s, std::int64_t now = -1) {
     std::vector<Release> rel;
     std::vector<std::shared_ptr<Lease>> keep;
-    book.give_back_idle(rel, keep);
+    book.give_back_idle(now >= 0 ? now : later(), rel, keep);
     s.account(0, rel);
     return rel;
+}
+
+// A take whose returns are dropped (tests that do not look at them).
+std::shared_ptr<LeaseTicket> take(LeaseBook& book, const AdmissionPlan& p, const ReserveAmounts& w) {
+    std::vector<Release> rel;
+    std::vector<std::shared_ptr<Lease>> keep;
+    return book.take(p, w, later(), LeaseReturns{rel, keep});
 }
 
 }  // namespace
@@ -175,8 +186,8 @@ TEST(Lease, OneGrantAtATime) {
     const ReserveAmounts w{1000, 0};
     // Two requests taken before the store answers the first grant: the
     // second reserves for itself.
-    std::shared_ptr<LeaseTicket> g = book.take(p, w, later());
-    std::shared_ptr<LeaseTicket> o = book.take(p, w, later());
+    std::shared_ptr<LeaseTicket> g = take(book, p, w);
+    std::shared_ptr<LeaseTicket> o = take(book, p, w);
     ASSERT_EQ(g->use(0), LeaseUse::Grant);
     EXPECT_EQ(o->use(0), LeaseUse::Own);
     std::vector<std::int64_t> used;
@@ -212,7 +223,7 @@ TEST(Lease, RequestsOneAfterAnotherWithin100msShareALease) {
         EXPECT_EQ(r.t->use(0), LeaseUse::Hit) << i;
         EXPECT_TRUE(settle(book, s, p, r, 10).empty());
     }
-    EXPECT_EQ(idle(book, s).size(), 1u);   // the timer: all of it back
+    EXPECT_EQ(idle(book, s, t + 100).size(), 1u);   // the timer: all of it back
     EXPECT_EQ(s.reserved_total(), 0);
     // 100 ms after the last one, a request is alone again.
     EXPECT_EQ(admit(book, s, p, 1000, t += 100).t->use(0), LeaseUse::Own);
@@ -317,19 +328,20 @@ TEST(Lease, AFailedAdmissionGivesItsHitBackAndForgetsItsGrant) {
     const Req a = admit(book, s, p, 1000);
     const Req b = admit(book, s, p, 1000);
     const ReserveAmounts w{1000, 0};
-    std::shared_ptr<LeaseTicket> h = book.take(p, w, later());
+    std::shared_ptr<LeaseTicket> h = take(book, p, w);
     ASSERT_EQ(h->use(0), LeaseUse::Hit);
     const std::int64_t free_before = h->parts[0].lease->free();
     book.failed(h.get(), p, w);
     EXPECT_EQ(h->parts[0].lease->free(), free_before + 1000);
     // A rejected Hit gives its worst case back too.
-    std::shared_ptr<LeaseTicket> r = book.take(p, w, later());
-    book.answered(r.get(), p, w, false, {s.spent});
+    std::shared_ptr<LeaseTicket> r = take(book, p, w);
+    std::vector<std::int64_t> sums{s.spent};
+    book.answered(r.get(), p, w, false, sums);
     EXPECT_EQ(r->parts[0].lease->free(), free_before + 1000);
     // A Grant whose answer was lost: its lease is forgotten.
     settle(book, s, p, b, 0);
     idle(book, s);              // the lease goes back: the next one asks a grant
-    std::shared_ptr<LeaseTicket> g = book.take(p, w, later());
+    std::shared_ptr<LeaseTicket> g = take(book, p, w);
     ASSERT_EQ(g->use(0), LeaseUse::Grant);
     book.failed(g.get(), p, w);
     EXPECT_TRUE(g->parts[0].lease->forgotten);
@@ -367,7 +379,7 @@ TEST(Lease, TwoWorkersNeverAdmitPastTheLimitAndEndWithNothingReserved) {
                 real_sum += real;
                 worst_in_flight -= r.a.tokens;
             }
-            if (rng() % 50 == 0) idle(books[rng() % 2], s);   // a worker's idle timer
+            if (rng() % 50 == 0) idle(books[rng() % 2], s, t);   // a worker's idle timer
             // What was spent and what may still be spent stay within the limit.
             ASSERT_LE(s.spent + worst_in_flight, limit) << "limit " << limit << " step " << step;
         }
@@ -375,13 +387,226 @@ TEST(Lease, TwoWorkersNeverAdmitPastTheLimitAndEndWithNothingReserved) {
             settle(books[wk], s, p, r, r.a.tokens);
             real_sum += r.a.tokens;
         }
-        for (LeaseBook& b : books) idle(b, s);
+        for (LeaseBook& b : books) idle(b, s, t + 1000);
         EXPECT_EQ(s.spent, real_sum) << limit;
         EXPECT_EQ(s.reserved_total(), 0) << limit;
         // Leases were used, and the small limits were reached.
         EXPECT_GT(hits, limit > 1000000 ? 1000 : 0) << limit;
         if (limit < 1000000) {
             EXPECT_GT(refused, 0) << limit;
+        }
+    }
+}
+
+// ---- Request leases and admission from leases (a plan built for leases) ----
+
+namespace {
+
+AdmissionPlan request_plan(std::int64_t rpm, std::time_t now = kNow) {
+    static Limits user;
+    user = Limits();
+    user.requests_per_minute = rpm;
+    return build_admission_plan({{"user", "rita", &user}}, now, false, 0, false, kCheckLeaseTtl);
+}
+
+// A model of the store for a plan of one request check: the request
+// counter and the requests reserved (by slot).
+struct RequestStore {
+    std::int64_t counted = 0;
+    std::map<std::int64_t, std::int64_t> reserved;
+    std::int64_t held() const {
+        std::int64_t t = 0;
+        for (const auto& kv : reserved) t += kv.second;
+        return t;
+    }
+    // A store call (Own or Grant) as the script runs it.
+    bool admit(const AdmissionPlan& p, const LeaseTicket* t, std::vector<std::int64_t>& used) {
+        const std::int64_t sum = counted + held();
+        used = {sum};
+        if (sum + 1 > p.checks.at(0).limit) return false;
+        ++counted;
+        const std::int64_t extra = t != nullptr ? t->extra(0) : 0;
+        if (extra > 0 && sum + 1 + extra <= p.checks[0].limit) reserved[p.reserve[0].slot] += extra;
+        return true;
+    }
+    // A background grant.
+    void grant(const AdmissionPlan& p, const Refill& f, std::vector<std::int64_t>& used) {
+        const std::int64_t sum = counted + held();
+        used = {sum};
+        if (sum < p.checks[0].limit && sum + f.extra <= p.checks[0].limit) reserved[p.reserve[0].slot] += f.extra;
+    }
+    void release(const std::vector<Release>& rel) {
+        for (const Release& r : rel) {
+            EXPECT_EQ(r.measure, Measure::Requests);
+            auto it = reserved.find(r.slot);
+            ASSERT_NE(it, reserved.end());
+            it->second -= r.amount;
+            EXPECT_GE(it->second, 0) << "a release below 0";
+        }
+    }
+};
+
+// One request through a worker: local or a store call; local counts and
+// every release reach the store at once (one flush). Returns whether it
+// was admitted; local tells how.
+bool request(LeaseBook& book, RequestStore& s, const AdmissionPlan& p, std::int64_t now, bool* local = nullptr,
+             std::vector<std::int64_t>* shown = nullptr) {
+    std::vector<Release> rel;
+    std::vector<std::shared_ptr<Lease>> keep;
+    std::shared_ptr<LeaseTicket> t = book.take(p, ReserveAmounts{}, now, LeaseReturns{rel, keep});
+    EXPECT_NE(t, nullptr);
+    if (local) *local = t->local;
+    bool ok = true;
+    std::vector<std::int64_t> used;
+    if (t->local) {
+        used = book.local_used(*t, p);
+        ++s.counted;                       // its count, with the accounting
+        std::vector<Refill> refills;
+        book.refills(*t, p, refills);
+        for (const Refill& f : refills) {
+            std::vector<std::int64_t> u;
+            s.grant(p, f, u);
+            book.refilled(f, p, true, u, LeaseReturns{rel, keep});
+        }
+    } else {
+        ok = s.admit(p, t.get(), used);
+        book.answered(t.get(), p, ReserveAmounts{}, ok, used);
+    }
+    if (shown) *shown = used;
+    if (ok) book.settle(t.get(), p, ReserveAmounts{}, ReserveAmounts{}, rel);
+    s.release(rel);
+    return ok;
+}
+
+std::vector<Release> idle_at(LeaseBook& book, RequestStore& s, std::int64_t now) {
+    std::vector<Release> rel;
+    std::vector<std::shared_ptr<Lease>> keep;
+    book.give_back_idle(now, rel, keep);
+    s.release(rel);
+    return rel;
+}
+
+}  // namespace
+
+// A client sending one request after another: the first asks the store,
+// the second asks a grant with its own admission, the rest are admitted
+// from the lease without a store call, the remaining-allowance sums exact;
+// idle, the lease goes back whole.
+TEST(RequestLease, OneAfterAnotherAdmittedLocallyWithExactSums) {
+    const AdmissionPlan p = request_plan(100000);
+    LeaseBook book;
+    RequestStore s;
+    std::int64_t t = 7000000;
+    bool local = true;
+    std::vector<std::int64_t> shown;
+    ASSERT_TRUE(request(book, s, p, t, &local, &shown));
+    EXPECT_FALSE(local);
+    EXPECT_EQ(shown, (std::vector<std::int64_t>{0}));
+    ASSERT_TRUE(request(book, s, p, t += 10, &local, &shown));
+    EXPECT_FALSE(local);                       // the grant's own call
+    EXPECT_EQ(shown, (std::vector<std::int64_t>{1}));
+    EXPECT_EQ(s.held(), 128);                  // kLeaseGrantRequests
+    for (int i = 2; i < 300; ++i) {
+        ASSERT_TRUE(request(book, s, p, t += 10, &local, &shown)) << i;
+        EXPECT_TRUE(local) << i;               // refilled in the background before it runs dry
+        EXPECT_EQ(shown, (std::vector<std::int64_t>{i})) << i;
+    }
+    EXPECT_EQ(s.counted, 300);
+    EXPECT_GT(s.held(), 0);
+    EXPECT_TRUE(idle_at(book, s, t + 50).empty());   // taken from 50 ms ago: kept
+    EXPECT_EQ(idle_at(book, s, t + 100).size(), 1u);
+    EXPECT_EQ(s.held(), 0);
+    EXPECT_EQ(book.held(), 0u);
+}
+
+// Near the limit no grant is asked (below kLeaseMinRequests of headroom):
+// every request asks the store, and the limit is exact.
+TEST(RequestLease, SmallLimitsAreExactWithoutLeases) {
+    const AdmissionPlan p = request_plan(50);
+    LeaseBook book;
+    RequestStore s;
+    std::int64_t t = 7000000;
+    int admitted = 0;
+    for (int i = 0; i < 80; ++i) {
+        bool local = true;
+        admitted += request(book, s, p, t += 5, &local) ? 1 : 0;
+        EXPECT_FALSE(local) << i;
+    }
+    EXPECT_EQ(admitted, 50);
+    EXPECT_EQ(s.held(), 0);
+}
+
+// A plan whose every check is not covered by a lease with room is not
+// admitted locally: a token limit without a lease sends the request to
+// the store, its request part then Own or Grant (never a Hit in a call).
+TEST(RequestLease, LocalOnlyWhenEveryCheckIsCovered) {
+    static Limits user;
+    user = Limits();
+    user.requests_per_minute = 1000000;
+    user.tokens_per_day = 50;   // too small for a lease
+    const AdmissionPlan p = build_admission_plan({{"user", "tia", &user}}, kNow, false, 0, false, kCheckLeaseTtl);
+    ASSERT_EQ(p.reserve.size(), 2u);
+    LeaseBook book;
+    std::vector<Release> rel;
+    std::vector<std::shared_ptr<Lease>> keep;
+    std::int64_t t = 9000000;
+    for (int i = 0; i < 5; ++i) {
+        std::shared_ptr<LeaseTicket> k = book.take(p, ReserveAmounts{}, t += 10, LeaseReturns{rel, keep});
+        EXPECT_FALSE(k->local) << i;
+        EXPECT_NE(k->use(0), LeaseUse::Hit) << i;
+        std::vector<std::int64_t> used{i, 0};
+        book.answered(k.get(), p, ReserveAmounts{}, true, used);
+        book.settle(k.get(), p, ReserveAmounts{}, ReserveAmounts{1, 0}, rel);
+    }
+}
+
+// A lease of an earlier slot goes back whole at the next request (nothing
+// in flight in it: a request lease never has); the request then goes to
+// the store.
+TEST(RequestLease, ALeaseOfAnEarlierSlotGoesBackAtTheNextRequest) {
+    const AdmissionPlan p = request_plan(100000);
+    LeaseBook book;
+    RequestStore s;
+    std::int64_t t = 7000000;
+    ASSERT_TRUE(request(book, s, p, t));
+    ASSERT_TRUE(request(book, s, p, t += 10));
+    ASSERT_EQ(s.held(), 128);
+    const AdmissionPlan next = request_plan(100000, kNow + reserve_slot_seconds(kCheckLeaseTtl));
+    ASSERT_NE(next.reserve[0].slot, p.reserve[0].slot);
+    bool local = true;
+    ASSERT_TRUE(request(book, s, next, t += 10, &local));
+    EXPECT_FALSE(local);
+    EXPECT_EQ(s.reserved[p.reserve[0].slot], 0);   // the old slot's lease went back
+}
+
+// Two workers, random arrivals, idle timers: no more than the limit is ever
+// admitted; once both go idle nothing stays reserved, and a later request
+// finds exactly what is left.
+TEST(RequestLease, TwoWorkersNeverAdmitPastTheLimit) {
+    std::mt19937 rng(11);
+    for (std::int64_t limit : {100000LL, 3000LL, 700LL}) {
+        const AdmissionPlan p = request_plan(limit);
+        RequestStore s;
+        LeaseBook books[2];
+        std::int64_t t = 1000000;
+        int admitted = 0, local = 0;
+        for (int step = 0; step < 6000; ++step) {
+            const int wk = static_cast<int>(rng() % 2);
+            bool l = false;
+            if (request(books[wk], s, p, t += static_cast<std::int64_t>(rng() % 3), &l)) ++admitted;
+            local += l ? 1 : 0;
+            if (rng() % 200 == 0) idle_at(books[rng() % 2], s, t);
+            ASSERT_LE(s.counted + s.held(), limit) << "limit " << limit << " step " << step;
+            ASSERT_EQ(s.counted, admitted);
+        }
+        for (LeaseBook& b : books) idle_at(b, s, t + 1000);
+        EXPECT_EQ(s.held(), 0) << limit;
+        EXPECT_GT(local, limit > 6000 ? 5000 : 100) << limit;
+        // What is left is admitted to the last request, and no more.
+        while (request(books[0], s, p, t += 200)) ++admitted;
+        EXPECT_EQ(admitted, std::min<std::int64_t>(limit, admitted)) << limit;
+        if (limit <= 6000) {
+            EXPECT_EQ(admitted, limit) << limit;
         }
     }
 }

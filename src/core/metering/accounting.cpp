@@ -92,6 +92,20 @@ std::vector<ScopeDelta> admitted_request_deltas(const AdmissionPlan& plan) {
     return out;
 }
 
+std::vector<ScopeDelta> local_request_deltas(const AdmissionPlan& plan) {
+    std::vector<ScopeDelta> out(plan.counted.size() + plan.deferred.size());
+    std::size_t i = 0;
+    for (const auto* list : {&plan.counted, &plan.deferred}) {
+        for (const auto& s : *list) {
+            out[i].kind = s.first;
+            out[i].id = s.second;
+            out[i].delta[kMetricReq] = 1;
+            ++i;
+        }
+    }
+    return out;
+}
+
 WindowStamps::WindowStamps(std::time_t now, bool in_process) {
     for (int i = 0; i < kWindowCount; ++i) {
         const Window w = static_cast<Window>(i);

@@ -77,6 +77,10 @@ std::vector<ScopeDelta> accounting_deltas(const AccountingInput& in);
 // An admitted request's counts in the scopes its plan deferred
 // (AdmissionPlan::deferred): req 1 in each; the deltas view the plan.
 std::vector<ScopeDelta> admitted_request_deltas(const AdmissionPlan& plan);
+// A request admitted from leases (core/metering/lease.h): the same, for
+// the scopes its plan counts at admission too (AdmissionPlan::counted),
+// which the store never saw.
+std::vector<ScopeDelta> local_request_deltas(const AdmissionPlan& plan);
 
 // The four windows' buckets and TTLs at one moment, stamped once for a
 // batch of deltas.

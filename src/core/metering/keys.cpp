@@ -171,18 +171,18 @@ bool reserved_hash_field(std::string_view key, std::string& hash, std::string& f
     bool tokens = false;
     if (!split_reserved_key(key, scope, slot, tokens)) return false;
     assign_reserved_record_key(hash, scope);
-    assign_reserved_field(field, tokens, slot);
+    assign_reserved_field(field, tokens ? kReservedTokensTag : kReservedCostTag, slot);
     return true;
 }
 
-char* put_reserved_field(char* p, bool tokens, std::int64_t slot) {
-    *p = tokens ? 't' : 'c';
+char* put_reserved_field(char* p, char tag, std::int64_t slot) {
+    *p = tag;
     return std::to_chars(p + 1, p + kReservedFieldMax, slot).ptr;   // 20 chars at most
 }
 
-void assign_reserved_field(std::string& out, bool tokens, std::int64_t slot) {
+void assign_reserved_field(std::string& out, char tag, std::int64_t slot) {
     char buf[kReservedFieldMax];
-    out.assign(buf, static_cast<std::size_t>(put_reserved_field(buf, tokens, slot) - buf));
+    out.assign(buf, static_cast<std::size_t>(put_reserved_field(buf, tag, slot) - buf));
 }
 
 void assign_reserved_record_key(std::string& out, std::string_view scope) {

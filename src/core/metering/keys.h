@@ -6,7 +6,8 @@
 //   reserved   llmgw:<kind>:<id>:rtok:rsv:<slot>   (tokens reserved in one slot,
 //              llmgw:<kind>:<id>:rcost:rsv:<slot>   cost; core/metering/reservation.h)
 //   reserved   llmgw:<kind>:<id>:rsv                (in Redis: the reserved counters of a
-//   (Redis)      fields t<slot>, c<slot>              scope as one hash, docs/store.md)
+//   (Redis)      fields t<slot>, c<slot>, r<slot>     scope as one hash, docs/store.md;
+//                                                     r: requests, held by leases only)
 //   last seen  llmgw:<kind>:<id>:seen
 //   shm entry  llmgw:<kind>:<id>:<window>:<bucket>   (a counter key without its metric)
 //   scope      llmgw:<kind>:<id>:                     (prefix of all of the above)
@@ -52,13 +53,19 @@ bool split_reserved_key(std::string_view key, std::string_view& scope, std::int6
 // Where Redis keeps a reserved counter: the hash of its scope
 // ("llmgw:<kind>:<id>:rsv") and its field there ("t<slot>" tokens, "c<slot>"
 // cost). False (outputs untouched) for any other key.
+// (A third measure lives only in that hash: "r<slot>", requests a worker's
+// lease holds, core/metering/lease.h.)
 bool reserved_hash_field(std::string_view key, std::string& hash, std::string& field);
 // The field of a slot in that hash, written into out.
-void assign_reserved_field(std::string& out, bool tokens, std::int64_t slot);
+// The tags of a field: its measure.
+constexpr char kReservedTokensTag = 't';
+constexpr char kReservedCostTag = 'c';
+constexpr char kReservedRequestsTag = 'r';
+void assign_reserved_field(std::string& out, char tag, std::int64_t slot);
 // The same written at p, which has room for kReservedFieldMax bytes;
 // returns the end.
 constexpr std::size_t kReservedFieldMax = 24;
-char* put_reserved_field(char* p, bool tokens, std::int64_t slot);
+char* put_reserved_field(char* p, char tag, std::int64_t slot);
 // The key of a scope's reserved counters kept as one record (the Redis hash,
 // the shared-memory ring entry): "llmgw:<kind>:<id>:rsv" from the scope
 // prefix split_reserved_key gives, written into out (its capacity reused).

@@ -240,8 +240,12 @@ std::string set_limit_number(Limits& l, std::string_view name, double value, boo
 }
 
 AdmissionPlan build_admission_plan(const std::vector<Scope>& scopes, std::time_t now, bool in_process,
-                                   std::int64_t reserve_ttl, bool defer_unchecked) {
+                                   std::int64_t reserve_ttl, bool defer_unchecked, std::int64_t lease_ttl) {
     AdmissionPlan plan;
+    plan.leased = lease_ttl > 0;
+    // One slot length per plan: a scope's hash holds the fields of every
+    // measure, and a check deletes the lapsed ones by it.
+    const std::int64_t slot_ttl = reserve_ttl > 0 ? reserve_ttl : lease_ttl;
     std::vector<bool> counted(scopes.size(), !defer_unchecked);   // whose req counters the admission writes
     for (std::size_t si = 0; si < scopes.size(); ++si) {
         const Scope& s = scopes[si];
@@ -264,18 +268,18 @@ AdmissionPlan build_admission_plan(const std::vector<Scope>& scopes, std::time_t
             ch.measure = c.measure;
             ch.window = c.window;
             if (c.measure == Measure::Requests) counted[si] = true;
-            if (reserve_ttl > 0 && c.measure != Measure::Requests) {
+            if ((reserve_ttl > 0 && c.measure != Measure::Requests) || plan.leased) {
                 ch.reserved_record = reserved_record_key(s.kind, s.id);
-                ch.reserved_oldest = oldest_live_slot(now, reserve_ttl);
+                ch.reserved_oldest = oldest_live_slot(now, slot_ttl);
                 ch.reserves = true;
                 reserves[static_cast<int>(c.measure)] = true;
             }
             plan.checks.push_back(std::move(ch));
         }
-        for (const Measure m : {Measure::Tokens, Measure::Cost}) {
+        for (const Measure m : {Measure::Requests, Measure::Tokens, Measure::Cost}) {
             if (!reserves[static_cast<int>(m)]) continue;
-            plan.reserve.push_back(Reservation{reserved_record_key(s.kind, s.id), m, reserve_slot(now, reserve_ttl),
-                                               reserve_key_ttl(now, reserve_ttl)});
+            plan.reserve.push_back(Reservation{reserved_record_key(s.kind, s.id), m, reserve_slot(now, slot_ttl),
+                                               reserve_key_ttl(now, slot_ttl)});
             for (std::size_t i = first_check; i < plan.checks.size(); ++i) {
                 if (plan.checks[i].reserves && plan.checks[i].measure == m) {
                     plan.checks[i].reserve_index = static_cast<int>(plan.reserve.size() - 1);
@@ -289,6 +293,7 @@ AdmissionPlan build_admission_plan(const std::vector<Scope>& scopes, std::time_t
         if (!counted[si]) {
             plan.deferred.emplace_back(s.kind, s.id);
         } else {
+            plan.counted.emplace_back(s.kind, s.id);
             for (int i = 0; i < kWindowCount; ++i) {
                 const Window w = static_cast<Window>(i);
                 plan.admit.push_back(Incr{counter_key(s.kind, s.id, "req", w, bucket(w, now)), 1, ttl_for(w, in_process)});
@@ -303,6 +308,7 @@ AdmissionPlan build_admission_plan(const std::vector<Scope>& scopes, std::time_t
 }
 
 std::int64_t KvTxn::reserved(const Check& c) {
+    if (c.measure == Measure::Requests) return 0;   // only a shared store's leases hold requests
     const std::string_view scope = reserved_record_scope(c.reserved_record);
     __int128 sum = 0;
     for (std::int64_t k = c.reserved_oldest; k < c.reserved_oldest + kReserveSlots; ++k) {
@@ -321,7 +327,7 @@ std::int64_t reserve_amount(const ReserveAmounts& a, Measure m) {
 }
 
 std::int64_t check_add(const Check& c, const ReserveAmounts& a) {
-    return c.reserves ? reserve_amount(a, c.measure) : c.add;
+    return c.reserves && c.measure != Measure::Requests ? reserve_amount(a, c.measure) : c.add;
 }
 
 bool execute_admission(KvTxn& kv, const AdmissionPlan& plan, AdmissionResult& result, const ReserveAmounts& amounts) {

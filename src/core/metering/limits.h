@@ -50,6 +50,10 @@ enum class ViolationKind { None, RateLimit, Budget, StoreDown };
 
 // What a limit counts.
 enum class Measure { Requests, Tokens, Cost };
+// The tag of a measure's reserved fields (core/metering/keys.h).
+constexpr char reserved_tag(Measure m) {
+    return m == Measure::Tokens ? kReservedTokensTag : m == Measure::Cost ? kReservedCostTag : kReservedRequestsTag;
+}
 
 struct Check {
     std::vector<std::string> keys;  // summed (tokens: tokin + tokout); never a reserved counter
@@ -99,7 +103,7 @@ struct ReserveAmounts {
 // The amount reserved against a limit of measure m (never below 0).
 std::int64_t reserve_amount(const ReserveAmounts& a, Measure m);
 // What a check adds to its sum for this request: its add, or for a
-// reserving check the request's reservation.
+// reserving token or cost check the request's reservation.
 std::int64_t check_add(const Check& c, const ReserveAmounts& a);
 
 // One metered request's admission, atomic in the store: run checks in order;
@@ -119,6 +123,16 @@ struct AdmissionPlan {
     // (admitted_request_deltas, core/metering/accounting.h;
     // docs/store.md#accounting-batches).
     std::vector<std::pair<std::string, std::string>> deferred;
+    // Built for leases (core/metering/lease.h, a shared store): every check
+    // reserves (reads its scope's reserved counters of its measure), and
+    // every limited scope and measure has a reservation, which only a
+    // worker's lease writes when nothing else is reserved (requests; the
+    // token and cost limits of llm_gateway_budget_mode check).
+    bool leased = false;
+    // The scopes (kind, id) whose request counters `admit` bumps, one per
+    // window quad, in its order: what an admission from leases counts with
+    // the accounting instead (local_request_deltas, accounting.h).
+    std::vector<std::pair<std::string, std::string>> counted;
     // A store's own reading of the plan's keys, made the first time that
     // store runs the plan and kept as long as the plan (the shared-memory
     // store: each key's entry and slot, found once per plan rather than
@@ -136,8 +150,12 @@ struct AdmissionPlan {
 // (each request's ReserveAmounts; see core/metering/reservation.h).
 // defer_unchecked: a scope without a request limit gets no admit
 // increments; it is listed in deferred instead.
+// lease_ttl > 0 (a shared store; leased): every check reserves, in slots of
+// reserve_ttl (reserve mode) or of lease_ttl, and every limited scope and
+// measure gets a reservation (the request measure's amount is always 0).
 AdmissionPlan build_admission_plan(const std::vector<Scope>& scopes, std::time_t now, bool in_process,
-                                   std::int64_t reserve_ttl = 0, bool defer_unchecked = false);
+                                   std::int64_t reserve_ttl = 0, bool defer_unchecked = false,
+                                   std::int64_t lease_ttl = 0);
 
 struct AdmissionResult {
     bool admitted = true;

@@ -63,6 +63,7 @@ ReserveAmounts worst_case_reservation(std::size_t body_bytes, std::int64_t max_o
 
 bool HeldReservation::any() const {
     if (plan == nullptr) return false;
+    if (lease != nullptr) return true;   // parts in the worker's leases (in flight there)
     bool held = false;
     for_each_reserved(plan->reserve, amounts, [&held](const Reservation&, std::int64_t) { held = true; });
     return held;

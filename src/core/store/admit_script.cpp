@@ -13,7 +13,7 @@ namespace {
 // Redis runs Lua 5.1: numbers are doubles and globals are forbidden. Every
 // int64 stays decimal text until split into hi * 1e9 + lo (both exact as
 // doubles), so sums and comparisons are exact over the whole int64 range.
-const char kScript[] = R"LUA(-- llmgw admission v7: KEYS/ARGV layout in src/core/store/admit_script.h
+const char kScript[] = R"LUA(-- llmgw admission v8: KEYS/ARGV layout in src/core/store/admit_script.h
 local B = 1000000000
 local function split(s)
   local neg = string.sub(s, 1, 1) == '-'
@@ -63,8 +63,9 @@ end
 k = k + nres; a = a + 4 * nres
 local nchecks = tonumber(ARGV[a]); a = a + 1
 -- the reserved counters: a hash per scope, a field per measure and slot
--- ("t<slot>" tokens, "c<slot>" cost), read once per hash with HGETALL into
--- r = {tokens hi, lo, cost hi, lo} summed over the live slots (from oldest
+-- ("t<slot>" tokens, "c<slot>" cost, "r<slot>" requests), read once per hash
+-- with HGETALL into r = {tokens hi, lo, cost hi, lo, requests hi, lo}
+-- summed over the live slots (from oldest
 -- on), with r[field] = value for each live field; the fields of slots that
 -- have lapsed, and those released to 0 of a slot before the current one
 -- (no reservation is made in it any more), are listed in stale (key,
@@ -74,12 +75,12 @@ local rsv, stale = {}, nil
 local function reserved(key, oldest)
   local r = rsv[key]
   if r then return r end
-  r = {0, 0, 0, 0}
+  r = {0, 0, 0, 0, 0, 0}
   local hv = redis.call('HGETALL', key)
   for j = 1, #hv, 2 do
     local f, v = hv[j], hv[j + 1]
     local m, slot = string.byte(f), tonumber(string.sub(f, 2))
-    if (m ~= 116 and m ~= 99) or not slot or string.len(v) > 20 or (v ~= '0' and not string.match(v, '^%-?%d+$')) then
+    if (m ~= 116 and m ~= 99 and m ~= 114) or not slot or string.len(v) > 20 or (v ~= '0' and not string.match(v, '^%-?%d+$')) then
       return nil, redis.error_reply('llmgw: reserved counter is not an integer: ' .. key .. ' ' .. f)
     end
     if slot < oldest or (v == '0' and slot < oldest + LIVE - 1) then
@@ -91,7 +92,7 @@ local function reserved(key, oldest)
       r[f] = v
       local h, l = split(v)
       local i = 1
-      if m == 99 then i = 3 end
+      if m == 99 then i = 3 elseif m == 114 then i = 5 end
       r[i] = r[i] + h; r[i + 1] = r[i + 1] + l
     end
   end
@@ -140,8 +141,8 @@ for i = 1, nchecks do
   if rv ~= '0' then
     local r, e = reserved(KEYS[k + nkeys - 1], tonumber(string.sub(rv, 2)))
     if not r then return e end
-    local m = 1
-    if string.byte(rv) == 99 then m = 3 end
+    local m, b = 1, string.byte(rv)
+    if b == 99 then m = 3 elseif b == 114 then m = 5 end
     sh = sh + r[m]; sl = sl + r[m + 1]
   end
   local uh, ul = norm(sh, sl)
@@ -252,7 +253,16 @@ bool append_admit_command(std::string& out, const AdmissionPlan& plan, const Res
     auto leased = [&hit](const Check& c) {
         return c.reserves && c.reserve_index >= 0 && hit(static_cast<std::size_t>(c.reserve_index));
     };
-    auto each_written = [&](auto f) { for_each_admission_write(plan, amounts, lease, f); };
+    // The reservations written: those with an amount or a grant, but Hits
+    // (a lease's grant may come with an amount of 0: a request limit's, or
+    // a token or cost limit's in check mode).
+    auto each_written = [&](auto f) {
+        for (std::size_t j = 0; j < plan.reserve.size(); ++j) {
+            const std::int64_t w = reserve_amount(amounts, plan.reserve[j].measure);
+            const std::int64_t extra = lease != nullptr ? lease->extra(j) : 0;
+            if ((w > 0 || extra > 0) && !hit(j)) f(plan.reserve[j], j, w);
+        }
+    };
     std::size_t nres = 0;
     each_written([&nres](const Reservation&, std::size_t, std::int64_t) { ++nres; });
     std::size_t nkeys = plan.admit.size() + plan.reject.size() + nres + (op ? 1 : 0);
@@ -286,7 +296,7 @@ bool append_admit_command(std::string& out, const AdmissionPlan& plan, const Res
         // that the checks know the grants asked.
         w.arg(static_cast<std::int64_t>(nres));
         each_written([&w, lease](const Reservation& r, std::size_t j, std::int64_t amount) {
-            write_reserved_field(w, r.measure == Measure::Tokens, r.slot);
+            write_reserved_field(w, reserved_tag(r.measure), r.slot);
             w.arg(amount);
             w.arg(r.ttl);
             w.arg(lease != nullptr ? lease->extra(j) : 0);
@@ -301,7 +311,7 @@ bool append_admit_command(std::string& out, const AdmissionPlan& plan, const Res
             if (reserving) {
                 // The field of the oldest live slot: the check sums that
                 // measure's fields from it on.
-                write_reserved_field(w, c.measure == Measure::Tokens, c.reserved_oldest);
+                write_reserved_field(w, reserved_tag(c.measure), c.reserved_oldest);
             } else {
                 w.arg(std::string_view("0"));
             }
@@ -332,10 +342,6 @@ std::string admit_command_op(const AdmissionPlan& plan, const ReserveAmounts& am
     return out;
 }
 
-bool is_noscript_error(const RespValue& reply) {
-    return reply.type == RespValue::Type::Error && reply.str.compare(0, 8, "NOSCRIPT") == 0;
-}
-
 namespace {
 
 // One check's sum in the admission reply: the decimal text the script wrote
@@ -353,6 +359,92 @@ bool used_sum(const RespValue& v, std::int64_t& out) {
 }
 
 }  // namespace
+
+bool append_grant_command(std::string& out, const AdmissionPlan& plan, std::size_t index, std::int64_t extra,
+                          bool by_sha) {
+    if (index >= plan.reserve.size() || extra <= 0) return false;
+    const Reservation& r = plan.reserve[index];
+    std::size_t nchecks = 0;
+    std::size_t nkeys = 1;
+    for (const Check& c : plan.checks) {
+        if (c.reserve_index != static_cast<int>(index)) continue;
+        if (!c.reserves || c.reserved_record.empty()) return false;
+        ++nchecks;
+        nkeys += c.keys.size() + 1;
+    }
+    const std::size_t nargs = 1 + 4 + 1 + 4 * nchecks + 1 + kWindowCount + 1 + 3;
+    const std::size_t mark = out.size();
+    try {
+        RespWriter w(out);
+        write_script_head(w, nargs, by_sha, admit_script_sha1(), admit_script_source(), nkeys);
+        w.arg(r.record);
+        for (const Check& c : plan.checks) {
+            if (c.reserve_index != static_cast<int>(index)) continue;
+            for (const std::string& k : c.keys) w.arg(k);
+            w.arg(c.reserved_record);
+        }
+        w.arg(static_cast<std::int64_t>(1));
+        write_reserved_field(w, reserved_tag(r.measure), r.slot);
+        w.arg(static_cast<std::int64_t>(0));
+        w.arg(r.ttl);
+        w.arg(extra);
+        w.arg(static_cast<std::int64_t>(nchecks));
+        for (const Check& c : plan.checks) {
+            if (c.reserve_index != static_cast<int>(index)) continue;
+            w.arg(static_cast<std::int64_t>(c.keys.size() + 1));
+            w.arg(c.limit);
+            w.arg(static_cast<std::int64_t>(0));
+            write_reserved_field(w, reserved_tag(c.measure), c.reserved_oldest);
+        }
+        write_window_ttls(w, WindowTtls{});
+        w.arg(static_cast<std::int64_t>(0));   // no admit quads
+        w.arg(static_cast<std::int64_t>(0));   // no reject counters
+        w.arg(static_cast<std::int64_t>(0));
+        w.arg(static_cast<std::int64_t>(0));
+        return true;
+    } catch (...) {
+        out.resize(mark);
+        return false;
+    }
+}
+
+bool decode_grant_reply(const RespValue& reply, std::size_t nchecks, std::vector<std::int64_t>& used,
+                        std::string& err) {
+    using T = RespValue::Type;
+    if (reply.type == T::Error) {
+        err = "the store failed a lease's grant: " + reply.str.substr(0, 200);
+        return false;
+    }
+    const std::vector<RespValue>& e = reply.elements;
+    std::size_t from = 0;
+    if (reply.type == T::Array && !e.empty() && e[0].type == T::Integer && e[0].integer == 0) {
+        from = 1;
+    } else if (reply.type == T::Array && e.size() >= 2 && e[0].type == T::Integer && e[0].integer == 1 &&
+               e[1].type == T::Integer && e[1].integer >= 0 && static_cast<unsigned long long>(e[1].integer) < nchecks) {
+        from = 2;
+    }
+    if (from == 0 || e.size() != from + nchecks) {
+        err = "unexpected reply to a lease's grant";
+        return false;
+    }
+    std::vector<std::int64_t> out;
+    out.reserve(nchecks);
+    for (std::size_t i = from; i < e.size(); ++i) {
+        std::int64_t v = 0;
+        if (!used_sum(e[i], v)) {
+            err = "unexpected reply to a lease's grant";
+            return false;
+        }
+        out.push_back(v);
+    }
+    used = std::move(out);
+    return true;
+}
+
+bool is_noscript_error(const RespValue& reply) {
+    return reply.type == RespValue::Type::Error && reply.str.compare(0, 8, "NOSCRIPT") == 0;
+}
+
 
 bool decode_admit_reply(const RespValue& reply, const AdmissionPlan& plan, AdmissionResult& result,
                         std::string& err) {

@@ -39,7 +39,8 @@
 //          keys, each in plan order (a reserving check's last key is its
 //          scope's hash, after its counters);
 //   ARGV = nreserve, then per reservation (those of plan.reserve with a
-//          delta above 0 and not taken from a lease): field, delta, ttl,
+//          delta or a grant above 0, and not taken from a lease): field
+//          ("t", "c" or "r" and the slot), delta, ttl,
 //          grant ("0", or a lease's grant, core/metering/lease.h: the delta
 //          grows by it when every check of that hash and measure has
 //          sum (as replied) + add + grant <= limit),
@@ -74,6 +75,13 @@
 // touch keys of one slot, so cluster support would need one script per
 // scope (check, then increment) and a compensation step when a later scope
 // rejects, i.e. admission would no longer be one atomic step.
+//
+// ---- A lease's grant in the background ----
+// The same script with one reservation (a delta of 0 and the grant), the
+// checks of that reservation (each add 0 and its reserved sum), no admit
+// and no reject counters, no op guard: the grant is added when no check is
+// breached and each has sum + grant <= limit. Reply as above, with the sums
+// of those checks only.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -106,6 +114,16 @@ bool append_admit_command(std::string& out, const AdmissionPlan& plan, const Res
                           const LeaseTicket* lease = nullptr);
 // The same as a string of its own; "" on failure.
 std::string admit_command(const AdmissionPlan& plan, const ReserveAmounts& amounts = {}, bool by_sha = true);
+
+// A lease's grant of extra on reservation index of plan (its checks: those
+// with that reserve_index), written into out; false (out unchanged) when
+// the index or a check is not usable, or memory ran out.
+bool append_grant_command(std::string& out, const AdmissionPlan& plan, std::size_t index, std::int64_t extra,
+                          bool by_sha = true);
+// Its reply: the sums of the reservation's checks (in plan order) into used;
+// false with err a sentence for an error or another shape.
+bool decode_grant_reply(const RespValue& reply, std::size_t nchecks, std::vector<std::int64_t>& used,
+                        std::string& err);
 
 // True for the store's "NOSCRIPT No matching script..." error reply.
 bool is_noscript_error(const RespValue& reply);

@@ -44,9 +44,9 @@ local function bump_quads(k, a, nq, ttl)
 end
 )LUA";
 
-void write_reserved_field(RespWriter& w, bool tokens, std::int64_t slot) {
+void write_reserved_field(RespWriter& w, char tag, std::int64_t slot) {
     char field[kReservedFieldMax];
-    w.arg(std::string_view(field, static_cast<std::size_t>(put_reserved_field(field, tokens, slot) - field)));
+    w.arg(std::string_view(field, static_cast<std::size_t>(put_reserved_field(field, tag, slot) - field)));
 }
 
 void write_release_keys(RespWriter& w, const std::vector<Release>& releases) {
@@ -56,7 +56,7 @@ void write_release_keys(RespWriter& w, const std::vector<Release>& releases) {
 void write_release_args(RespWriter& w, const std::vector<Release>& releases) {
     w.arg(static_cast<std::int64_t>(releases.size()));
     for (const Release& r : releases) {
-        write_reserved_field(w, r.tokens, r.slot);
+        write_reserved_field(w, reserved_tag(r.measure), r.slot);
         w.arg(-r.amount);
     }
 }

@@ -30,7 +30,7 @@ namespace llmgw {
 extern const char kBumpLua[];
 
 // A slot's field in its scope's hash, as one argument.
-void write_reserved_field(RespWriter& w, bool tokens, std::int64_t slot);
+void write_reserved_field(RespWriter& w, char tag, std::int64_t slot);
 // Reserved counters given back (core/metering/lease.h Release), as the
 // accounting and cancel scripts take them: their hashes among the KEYS;
 // ARGV their number, then per release its field and minus the amount.

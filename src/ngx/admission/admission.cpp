@@ -8,6 +8,7 @@
 #include "ngx/admission/admission.h"
 
 #include "core/log/log_escape.h"
+#include "core/metering/lease.h"
 #include "core/metering/reservation.h"
 #include "ngx/events/feed.h"
 #include "ngx/http/request_events.h"
@@ -75,7 +76,8 @@ bool priced_or_allowed(ngx_http_request_t* r, RequestCtx* ctx, MainConf* mcf) {
 // (docs/store.md#accounting-batches); with fail_open=off the admission call
 // stays, since it is also what refuses requests while the store is down.
 const std::shared_ptr<const AdmissionPlan>& plan_for(PlanCache& pc, const RequestCtx& ctx, std::time_t now,
-                                                     bool in_process, std::int64_t reserve_ttl, bool defer_unchecked) {
+                                                     bool in_process, std::int64_t reserve_ttl, bool defer_unchecked,
+                                                     std::int64_t lease_ttl) {
     if (pc.dir != ctx.auth.directory.get() || pc.plans[0].size() + pc.plans[1].size() > 4096) {
         pc.dir = ctx.auth.directory.get();   // users were reloaded: their addresses may be reused
         pc.plans[0].clear();
@@ -84,7 +86,7 @@ const std::shared_ptr<const AdmissionPlan>& plan_for(PlanCache& pc, const Reques
     PlanCache::Cached& c = pc.plans[ctx.auth.is_admin_traffic ? 1 : 0][ctx.auth.user];
     if (c.second != now || c.plan == nullptr) {
         c.plan = std::make_shared<const AdmissionPlan>(build_admission_plan(request_scopes(ctx), now, in_process, reserve_ttl,
-                                                                          defer_unchecked));
+                                                                          defer_unchecked, lease_ttl));
         c.second = now;
     }
     return c.plan;
@@ -161,15 +163,21 @@ ngx_int_t admit_request(ngx_http_request_t* r, RequestCtx* ctx) {
     CounterStore* store = counter_store(mcf);
     Worker* w = worker();
     if (store == nullptr || w == nullptr) return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    // A shared store admits from the worker's leases (core/metering/lease.h),
+    // in slots of the reservation TTL, or in check mode kCheckLeaseTtl.
+    const bool shared = mcf->state->store != nullptr;
+    const std::int64_t lease_ttl = !shared ? 0 : mcf->reserve_ttl > 0 ? mcf->reserve_ttl : kCheckLeaseTtl;
     std::shared_ptr<const AdmissionPlan> plan =
         plan_for(w->plans, *ctx, ngx_time(), store_uses_in_process_ttls(mcf), mcf->reserve_ttl,
-                 mcf->state->store != nullptr && mcf->state->store->fail_open);
+                 shared && mcf->state->store->fail_open, lease_ttl);
     if (mcf->ratelimit_headers && !ctx->auth.is_admin_traffic) ctx->admission.limit_shapes = limit_shapes(*plan);
     // Reservations: this request's worst case (a request that reserves
     // nothing, zeros).
     ReserveAmounts amounts;
     if (!plan->reserve.empty()) {
-        if (billed) amounts = reservation_for(mcf, *ctx);
+        // (A plan built for leases reserves in check mode too: what only a
+        // lease holds, nothing of the request's own.)
+        if (billed && mcf->reserve_ttl > 0) amounts = reservation_for(mcf, *ctx);
         ctx->admission.held = HeldReservation{plan, amounts};
     }
     if (billed) cutoff_keep_limits(mcf, ctx, *plan);

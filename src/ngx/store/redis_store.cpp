@@ -39,6 +39,7 @@ struct PendingAccounting {
     std::deque<WindowStamps> stamps;     // each minute's, when written (a deque: parts point at them)
     std::vector<StampedDeltas> parts;    // the merged deltas as the command takes them
     std::vector<Release> released;
+    std::vector<std::shared_ptr<Lease>> leases;   // the leases released views, when no held one does
     std::vector<HeldReservation> held;
     std::vector<WriteDone> dones;
     std::size_t requests = 0;
@@ -58,6 +59,7 @@ constexpr ngx_msec_t kDeferredCountMs = 1000;
 constexpr std::int64_t kOpTtl = 300;
 constexpr const char kNoMemoryAdmit[] = "out of memory writing the admission command";
 constexpr const char kNoMemoryAccount[] = "out of memory writing the accounting command";
+constexpr const char kNoMemoryGrant[] = "out of memory writing a lease's grant";
 // Cancels waiting for the store, per worker; past this, the oldest go.
 constexpr std::size_t kMaxPendingCancels = 10000;
 
@@ -136,11 +138,20 @@ public:
             return;
         }
         if (!latch().should_try(now_ms())) return degraded_admit(plan, amounts, std::move(done));
+        // The worker's leases (core/metering/lease.h): a request they cover
+        // whole is admitted here; otherwise parts taken from them reserve
+        // nothing in the store, and others may ask a grant.
+        Ticket ticket = nullptr;
+        if (!plan->reserve.empty()) {
+            const std::size_t before = pending_->released.size();
+            ticket = leases_.take(*plan, amounts, now_ms(), returns());
+            if (ticket->local) return admit_locally(plan, ticket, std::move(done));
+            if (pending_->released.size() != before && !flush_ev_.timer_set) {
+                ngx_add_timer(&flush_ev_, settings_->flush_ms > 0 ? settings_->flush_ms : kDeferredCountMs);
+            }
+        }
         send_cancels();
         auto op = std::make_shared<std::string>(next_op());
-        // The worker's leases (core/metering/lease.h): parts taken from them
-        // reserve nothing in the store; others may ask a grant.
-        Ticket ticket = plan->reserve.empty() ? nullptr : leases_.take(*plan, amounts, now_ms());
         script_call(
             kNoMemoryAdmit,
             [&](std::string& wire) { return append_admit_command(wire, *plan, amounts, true, *op, kOpTtl, ticket.get()); },
@@ -354,26 +365,75 @@ private:
         }
     }
 
-    struct IdleLeases {
-        std::vector<Release> released;
-        std::vector<std::shared_ptr<Lease>> leases;   // hold the records released
-    };
-
+    // The idle leases go back with the pending batch, written now: after
+    // (or with) the counts of the requests they admitted.
     void give_back_idle() {
-        auto idle = std::make_shared<IdleLeases>();
-        leases_.give_back_idle(idle->released, idle->leases);
-        if (idle->released.empty()) return;
+        const std::size_t before = pending_->released.size();
+        const bool waiting = leases_.give_back_idle(now_ms(), pending_->released, pending_->leases);
+        if (waiting && !idle_ev_.timer_set) ngx_add_timer(&idle_ev_, kLeaseIdleMs);
+        if (pending_->released.size() == before) return;
         // Unreachable store: they lapse there.
-        if (!latch().should_try(now_ms())) return leases_.forget();
-        send_cancels();
-        static const std::vector<StampedDeltas> kNoDeltas;
-        account_call(kNoDeltas, idle->released, idle,
-                     std::make_shared<std::string>(next_op()),
-                     [this](const std::string& err, const std::vector<RespValue>& replies, bool) {
-                         const std::string e = accounting_reply_error(err, replies);
-                         if (!e.empty()) return on_failure(e);
-                         latch().on_success(now_ms());
-                     });
+        if (!latch().may_try(now_ms())) {
+            pending_->released.resize(before);
+            return leases_.forget();
+        }
+        flush();
+    }
+
+    LeaseReturns returns() { return LeaseReturns{pending_->released, pending_->leases}; }
+
+    // A request every part of which its worker's leases cover: admitted
+    // without a store call. Its counts join the pending batch (the scopes
+    // the store would have counted at admission too); a lease that runs low
+    // asks its next grant in the background.
+    void admit_locally(const PlanPtr& plan, const Ticket& ticket, AdmitDone done) {
+        AdmissionResult res;
+        res.used = leases_.local_used(*ticket, *plan);
+        res.lease = ticket;
+        pending_->merged.add(local_request_deltas(*plan), ngx_time());
+        if (!flush_ev_.timer_set) {
+            ngx_add_timer(&flush_ev_, settings_->flush_ms > 0 ? settings_->flush_ms : kDeferredCountMs);
+        }
+        refills_.clear();
+        leases_.refills(*ticket, *plan, refills_);
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
+                       "llm_gateway: admitted from the worker's leases without a store call (%uz leases; %uz "
+                       "grants asked in the background)",
+                       ticket->parts.size(), refills_.size());
+        for (const Refill& f : refills_) refill(plan, f);
+        done(StoreReply{}, res);
+    }
+
+    // A lease's next grant, asked in the background (no request waits).
+    void refill(const PlanPtr& plan, const Refill& f) {
+        std::size_t nchecks = 0;
+        for (const Check& c : plan->checks) nchecks += c.reserve_index == static_cast<int>(f.index) ? 1 : 0;
+        script_call(
+            kNoMemoryGrant, [&](std::string& wire) { return append_grant_command(wire, *plan, f.index, f.extra, true); },
+            [plan, f] {
+                std::string cmd;
+                if (!append_grant_command(cmd, *plan, f.index, f.extra, false)) cmd.clear();
+                return cmd;
+            },
+            [this, plan, f, nchecks](const std::string& err, const std::vector<RespValue>& replies, bool sent) {
+                std::vector<std::int64_t> used;
+                std::string e = err;
+                if (e.empty() && !decode_grant_reply(replies[0], nchecks, used, e) && e.empty()) e = kNoMemoryGrant;
+                const std::size_t before = pending_->released.size();
+                leases_.refilled(f, *plan, e.empty(), used, returns());
+                ngx_log_debug3(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
+                               "llm_gateway: lease grant of %L on \"%s\": %s", static_cast<long long>(f.extra),
+                               log_value(f.lease->record).c_str(), e.empty() ? "answered" : log_text(e).c_str());
+                if (!e.empty()) {
+                    if (sent) on_failure(e);
+                    return;
+                }
+                latch().on_success(now_ms());
+                if (pending_->released.size() != before && !flush_ev_.timer_set) {
+                    ngx_add_timer(&flush_ev_, settings_->flush_ms > 0 ? settings_->flush_ms : kDeferredCountMs);
+                }
+            },
+            false);
     }
 
     // One call of a store script: EVALSHA, written by sha(wire) (false: out
@@ -512,7 +572,9 @@ private:
                      });
     }
 
-    bool pending_empty() const { return pending_->requests == 0 && pending_->merged.empty(); }
+    bool pending_empty() const {
+        return pending_->requests == 0 && pending_->merged.empty() && pending_->released.empty();
+    }
 
     static void on_flush_timer(ngx_event_t* ev) {
         try {
@@ -580,7 +642,8 @@ private:
     StoreHealth& health_;
     RedisConn conn_;
     std::string wire_;                  // scratch: a command written straight to RESP
-    LeaseBook leases_;                  // the worker's reservation leases
+    LeaseBook leases_;                  // the worker's leases
+    std::vector<Refill> refills_;       // scratch of admit_locally
     ngx_event_t idle_ev_{};             // gives idle leases back (kLeaseIdleMs)
     std::shared_ptr<PendingAccounting> pending_ = std::make_shared<PendingAccounting>();
     std::size_t flushes_in_flight_ = 0;

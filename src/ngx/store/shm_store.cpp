@@ -236,6 +236,7 @@ public:
 
     // A check's live reserved slots, from the scope's one ring entry.
     std::int64_t reserved(const Check& c) override {
+        if (c.measure == Measure::Requests) return 0;   // held only by a shared store's leases
         Entry* e = find(c.reserved_record);
         if (e == nullptr || e->expires <= now_) return 0;
         const std::size_t at = ring_amount(c.measure);

@@ -1,0 +1,170 @@
+#!/usr/bin/perl
+# Admission from leases on Redis (docs/metering.md#leases-redis): a worker
+# holds a share of a limited scope's headroom (requests; tokens and cost) and
+# admits from it without a store call; a lease running low asks its next
+# grant in the background; an idle worker gives its leases back, and so does
+# a worker that exits. Shown here with real redis-server, two replicas of
+# two workers, and the mock provider as ground truth:
+#   - one client after another is admitted from the lease, with the
+#     remaining-allowance headers exact and few store calls;
+#   - a burst of 200 at a limit leases serve never passes the limit, in both
+#     budget modes; once the workers are idle nothing stays reserved, and
+#     what is left is admitted to the last request;
+#   - quit gives the leases back;
+#   - with fail_open=off, a worker whose store went away stops admitting
+#     from its leases at its first failed contact.
+use strict;
+use warnings;
+use lib 't/lib';
+use Gw;
+use GwMeter;
+use GwRedis;
+use Test::More;
+use Time::HiRes ();
+
+Gw::need_module();
+GwRedis::need_redis();
+
+my ($IN, $OUT) = (7, 5);   # what the provider bills per request
+my $mock = Gw::Mock->start();
+my $rd = GwRedis->start();
+my $KEY = 'sk-lease-85';
+
+sub answer {
+    my (%o) = @_;
+    return { %o, json => { id => 'chatcmpl-l', object => 'chat.completion', created => 1, model => 'gpt-4o-mini',
+                           choices => [{ index => 0, message => { role => 'assistant', content => 'ok' },
+                                         finish_reason => 'stop' }],
+                           usage => { prompt_tokens => $IN, completion_tokens => $OUT,
+                                      total_tokens => $IN + $OUT } } };
+}
+sub prime { my (%o) = @_; $mock->reset; $mock->script(answer(times => 1000, %o)); }
+
+sub gateway {
+    my (%o) = @_;
+    my $conf = GwMeter::conf(users => ["llm_gateway_user lee key=$KEY group=lg $o{limits};"],
+        http => "llm_gateway_price mock/gpt-4o-mini input=1 output=1;\n"
+              . "llm_gateway_ratelimit_headers on;\n"
+              . ($o{reserve} ? "llm_gateway_budget_mode reserve;\n" : '')
+              . "llm_gateway_store redis://127.0.0.1:%%RPORT%%" . ($o{store} ? " $o{store}" : '') . ";\n");
+    return Gw::Nginx->start(workers => $o{workers} // 1, conf => $conf, error_log_level => $o{log} // 'info',
+                            vars => { MOCK => $mock->port, RPORT => $rd->port });
+}
+
+sub counted { my ($kind, $id, $metric) = @_; $rd->get_num(GwRedis::key($kind, $id, $metric, 'day', time)) }
+
+# The fields of lee's reserved hash that are not 0.
+sub held {
+    my %h = split /\n/, ($rd->cli('HGETALL', 'llmgw:user:lee:rsv') // '');
+    return grep { $h{$_} != 0 } keys %h;
+}
+
+sub chat { GwMeter::chat($_[0], $KEY, timeout => 20) }
+
+subtest 'one client after another: admitted from the lease, headers exact, few store calls' => sub {
+    $rd->cli('FLUSHALL');
+    my $ng = gateway(limits => 'requests_per_day=100000', log => 'debug');
+    GwMeter::wait_second_below(50);
+    prime();
+    $rd->cli('CONFIG', 'RESETSTAT');
+    my $start = length $ng->error_log;
+    my @left;
+    for my $i (1 .. 100) {
+        my $r = chat($ng);
+        is($r->{status}, 200, "request $i: 200") or last;
+        push @left, $r->{headers}{'x-ratelimit-remaining-requests'};
+    }
+    is_deeply(\@left, [map { 100000 - $_ } 1 .. 100], 'remaining requests: one fewer per request, exact');
+    my $log = substr($ng->error_log, $start);
+    my $local = () = $log =~ /admitted from the worker's leases without a store call/g;
+    cmp_ok($local, '>=', 90, "$local of 100 admitted from the lease without a store call");
+    my $grants = () = $log =~ /lease grant of \d+ on "llmgw:user:lee:rsv": answered/g;
+    cmp_ok($grants, '>=', 1, "$grants grants asked in the background");
+    ok(Gw::wait_until(sub { counted('user', 'lee', 'req') == 100 }, timeout => 3), 'user requests exact');
+    is(counted('group', 'lg', 'req'), 100, 'group requests exact');
+    is(counted('total', 'all', 'req'), 100, 'total requests exact');
+    is(counted('user', 'lee', 'tokout'), 100 * $OUT, 'tokens exact');
+    ok(Gw::wait_until(sub { !held() }, timeout => 3), 'idle: the lease went back, nothing held');
+    my $u = GwMeter::row(GwMeter::usage($ng), user => 'lee');
+    is($u->{requestsPerDay}, 100, 'the usage API shows 100 requests');
+    is(GwMeter::log_lines($ng, qr/limit store .* failed|accounting dropped/), 0, 'no store failure');
+    $ng->stop;
+};
+
+# Four workers (two replicas of two) and a burst of 200 held 1 s by the
+# provider at a limit of 150 requests a day (check mode) or 150 requests
+# and 150 worst cases of tokens (reserve mode): leases serve it.
+subtest 'a burst of 200 at a limit leases serve: never past it, exact once idle' => sub {
+    my $MAXT = 20;
+    my $BODY = '{"model":"gpt-4o-mini","max_tokens":' . $MAXT . ',"messages":[{"role":"user","content":"hi"}]}';
+    my $W = int((length($BODY) + 3) / 4) + $MAXT;
+    for my $mode ('check', 'reserve') {
+        $rd->cli('FLUSHALL');
+        my $limits = 'requests_per_day=150' . ($mode eq 'reserve' ? ' tokens_per_day=' . (150 * $W) : '');
+        my @ngs = map { gateway(limits => $limits, reserve => $mode eq 'reserve', workers => 2) } 1 .. 2;
+        GwMeter::wait_second_below(40);
+        my $post = sub {
+            my ($ng) = @_;
+            Gw::http(POST => $ng->url('/v1/chat/completions'), body => $BODY, timeout => 30,
+                     headers => { Authorization => "Bearer $KEY", 'Content-Type' => 'application/json' })->{status};
+        };
+        # Warm the leases: a few requests on every worker, then the burst.
+        prime();
+        my @warm = Gw::parallel(16, sub { $post->($ngs[$_[0] % 2]) }, timeout => 30);
+        is(scalar(grep { $_ == 200 } @warm), 16, "$mode: 16 warm-up requests 200");
+        prime(delay_ms => 1000);
+        my @st = Gw::parallel(200, sub { $post->($ngs[$_[0] % 2]) }, timeout => 90);
+        my $ok = 16 + scalar grep { $_ == 200 } @st;
+        my $no = scalar grep { $_ == 429 } @st;
+        is($ok - 16 + $no, 200, "$mode: every request answered 200 or 429");
+        cmp_ok($ok, '<=', 150, "$mode: $ok admitted, within the limit of 150");
+        # Each worker's lease holds at most an eighth of the headroom it saw.
+        cmp_ok($ok, '>=', 75, "$mode: and most of it used ($ok)");
+        ok(Gw::wait_until(sub { counted('user', 'lee', 'req') == $ok }, timeout => 5), "$mode: user requests exact");
+        ok(Gw::wait_until(sub { counted('total', 'all', 'req') == $ok }, timeout => 5), "$mode: total requests exact");
+        ok(Gw::wait_until(sub { counted('user', 'lee', 'tokout') == $OUT * $ok }, timeout => 5),
+           "$mode: tokens exact");
+        is(counted('user', 'lee', 'rej'), $no, "$mode: rejections exact");
+        ok(Gw::wait_until(sub { !held() }, timeout => 5), "$mode: idle, nothing stays reserved");
+        # What is left is admitted, to the last request, and no more.
+        prime();
+        my $more = 0;
+        for (1 .. 160) {
+            my $s = $post->($ngs[$_ % 2]);
+            last if $s == 429;
+            $more++ if $s == 200;
+        }
+        is($ok + $more, 150, "$mode: then exactly the rest ($more) admitted: 150 in all");
+        ok(Gw::wait_until(sub { counted('user', 'lee', 'req') == 150 }, timeout => 5), "$mode: 150 counted");
+        $_->stop for @ngs;
+    }
+};
+
+subtest 'quit gives the leases back' => sub {
+    $rd->cli('FLUSHALL');
+    my $ng = gateway(limits => 'requests_per_day=100000', workers => 2);
+    GwMeter::wait_second_below(50);
+    prime();
+    my @st = Gw::parallel(40, sub { chat($ng)->{status} }, timeout => 30);
+    is(scalar(grep { $_ == 200 } @st), 40, '40 requests 200');
+    $ng->stop;   # at once: the leases are still held
+    is(scalar(held()), 0, 'after quit nothing is held');
+    is(counted('user', 'lee', 'req'), 40, 'and every request is counted');
+};
+
+subtest 'fail_open=off: the first failed contact ends admission from leases' => sub {
+    $rd->cli('FLUSHALL');
+    my $ng = gateway(limits => 'requests_per_day=100000', store => 'fail_open=off');
+    GwMeter::wait_second_below(50);
+    prime();
+    is(chat($ng)->{status}, 200, "request $_: 200") for 1 .. 10;
+    $rd->kill9;
+    my @st = map { chat($ng)->{status} } 1 .. 6;
+    my ($first) = grep { $st[$_] == 503 } 0 .. $#st;
+    ok(defined $first && $first <= 1, 'a 503 by the second request after the store went away (' . "@st" . ')');
+    is(scalar(grep { $_ != 503 } @st[($first // 0) .. $#st]), 0, 'and 503 from then on');
+    $rd->restart;
+    $ng->stop;
+};
+
+done_testing();
