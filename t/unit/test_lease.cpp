@@ -350,7 +350,7 @@ TEST(Lease, AFailedAdmissionGivesItsHitBackAndForgetsItsGrant) {
 
 TEST(Lease, TwoWorkersNeverAdmitPastTheLimitAndEndWithNothingReserved) {
     std::mt19937 rng(7);
-    for (std::int64_t limit : {5000000LL, 200000LL, 70000LL}) {
+    for (std::int64_t limit : {5000000LL, 700000LL, 400000LL}) {
         const AdmissionPlan p = plan_with(limit);
         ModelStore s;
         LeaseBook books[2];

@@ -70,7 +70,10 @@
 
 namespace llmgw {
 
-constexpr std::int64_t kLeaseMinRequests = 64;     // headroom, in worst cases, before a grant is asked
+// Headroom, in sizes, before a grant is asked: below it every request asks
+// the store, exact to the request (a limit of 256 requests or less never
+// sees a lease; nor a budget of fewer than 256 requests' usage).
+constexpr std::int64_t kLeaseMinRequests = 256;
 constexpr std::int64_t kLeaseGrantRequests = 128;  // a grant's cap, in worst cases
 constexpr std::int64_t kLeaseHeadroomShare = 8;    // a grant is at most headroom / 8
 constexpr std::int64_t kLeaseIdleMs = 100;         // an idle lease goes back after this
