@@ -143,6 +143,30 @@ subtest 'a burst of 300 at a limit leases serve: never past it, exact once idle'
     }
 };
 
+# A lease lives in a slot of 15 s (check mode); at the next slot the old one
+# goes back, written ahead of the admission that finds it old, so that
+# admission's sums (the remaining-allowance headers) never count it.
+subtest 'across a lease slot: the remaining cost stays exact' => sub {
+    $rd->cli('FLUSHALL');
+    my $ng = gateway(limits => 'requests_per_minute=200 cost_per_day=1');
+    prime();
+    # Start 1.5 s before a slot boundary (slots are 15 s of Unix time).
+    Gw::wait_until(sub { my $t = Time::HiRes::time(); my $r = $t - 15 * int($t / 15); $r >= 13.5 && $r < 14 },
+                   timeout => 16, interval => 0.05);
+    my @left;
+    for (1 .. 40) {
+        my $r = chat($ng);
+        is($r->{status}, 200, "request $_: 200") or last;
+        push @left, $r->{headers}{'x-ratelimit-remaining-cost-usd'};
+        Time::HiRes::sleep(0.05);
+    }
+    ok(Gw::wait_until(sub { counted('user', 'lee', 'cost') > 0 }, timeout => 3), 'cost counted');
+    my $per = counted('user', 'lee', 'cost') / 40;
+    is_deeply(\@left, [map { sprintf('%.6f', (1000000 - $per * $_) / 1e6) } 0 .. 39],
+              "remaining cost: exactly what the earlier answers cost ($per micro-USD each)");
+    $ng->stop;
+};
+
 subtest 'quit gives the leases back' => sub {
     $rd->cli('FLUSHALL');
     my $ng = gateway(limits => 'requests_per_day=100000', workers => 2);

@@ -146,9 +146,9 @@ public:
             const std::size_t before = pending_->released.size();
             ticket = leases_.take(*plan, amounts, now_ms(), returns());
             if (ticket->local) return admit_locally(plan, ticket, std::move(done));
-            if (pending_->released.size() != before && !flush_ev_.timer_set) {
-                ngx_add_timer(&flush_ev_, settings_->flush_ms > 0 ? settings_->flush_ms : kDeferredCountMs);
-            }
+            // A lease of an earlier slot went back: written at once, ahead of
+            // this admission, whose sums must not count it as held.
+            if (pending_->released.size() != before) flush();
         }
         send_cancels();
         auto op = std::make_shared<std::string>(next_op());
