@@ -14,6 +14,7 @@ use warnings;
 use lib 't/lib';
 use Gw;
 use GwConf;
+use GwMeter;
 use Test::More;
 use Time::HiRes ();
 
@@ -354,6 +355,10 @@ subtest 'per-target proxy for an agent: the official A2A client, the card rewrit
 };
 
 subtest 'the targets view: sorted, counters, sanitized URLs, null versus []' => sub {
+    # A federated call to beta in this minute (not at its end), so that its
+    # minute window holds a request when the view is read.
+    GwMeter::wait_second_below(50);
+    ok(mcp_client($ng->url('/mcp'), '--key', $KEY{alice}, 'call:beta__echo:now')->{ok}, 'a call to beta this minute');
     my ($t, $doc) = targets_view();
     is_deeply([ map { "$_->{kind}/$_->{name}" } @{ $doc->{targets} } ],
               [qw(agent/echo agent/gone agent/sick mcp/alpha mcp/bad mcp/beta mcp/boom mcp/closed mcp/delta mcp/gamma mcp/hang mcp/legacy)],
