@@ -111,11 +111,17 @@ public:
         flush_ev_.handler = on_flush_timer;
         flush_ev_.data = this;
         flush_ev_.log = ngx_cycle->log;
+        post_ev_.handler = on_flush_timer;
+        post_ev_.data = this;
+        post_ev_.log = ngx_cycle->log;
     }
 
     ~RedisStore() override {
         if (idle_ev_.timer_set) ngx_del_timer(&idle_ev_);
         if (flush_ev_.timer_set) ngx_del_timer(&flush_ev_);
+        if (post_ev_.posted) {
+            ngx_delete_posted_event(&post_ev_);   // (a macro of several statements)
+        }
     }
 
     const char* name() const override { return "redis"; }
@@ -169,7 +175,8 @@ public:
     // Accounting, behind the answer (docs/store.md#accounting-batches): the
     // request's deltas join the worker's pending batch, written as one
     // EVALSHA of the accounting script (with the bound on statistics ids
-    // and the reservations given back) at once when no batch is in flight,
+    // and the reservations given back) at the end of the event loop's turn
+    // when no batch is in flight,
     // else when the one in flight answers; with flush=, after that
     // interval. The shared-memory fallback applies the same deltas and
     // releases.
@@ -193,7 +200,7 @@ public:
             if (!flush_ev_.timer_set) ngx_add_timer(&flush_ev_, settings_->flush_ms);
             return;
         }
-        if (flushes_in_flight_ == 0) flush();
+        if (flushes_in_flight_ == 0) post_flush();
     }
 
     void read(const std::vector<std::string>& keys, ReadDone done) override {
@@ -537,6 +544,9 @@ private:
     // it before the clients have their answers.
     void flush() {
         if (flush_ev_.timer_set) ngx_del_timer(&flush_ev_);
+        if (post_ev_.posted) {
+            ngx_delete_posted_event(&post_ev_);   // (a macro of several statements)
+        }
         if (pending_empty()) return;
         std::shared_ptr<PendingAccounting> batch = std::move(pending_);
         pending_ = std::make_shared<PendingAccounting>();
@@ -568,8 +578,18 @@ private:
                          }
                          finish_batch(err, replies, *batch);
                          // (Request counts alone wait for a settle or their timer.)
-                         if (settings_->flush_ms == 0 && flushes_in_flight_ == 0 && pending_->requests > 0) flush();
+                         if (settings_->flush_ms == 0 && flushes_in_flight_ == 0 && pending_->requests > 0) post_flush();
                      });
+    }
+
+    // flush=0: the batch is written at the end of this turn of the event
+    // loop (a posted event), so that every request settled in the turn
+    // joins it; the turn's answers are written in it too, so the batch
+    // still leaves before the clients can send their next requests.
+    void post_flush() {
+        if (!post_ev_.posted) {
+            ngx_post_event(&post_ev_, &ngx_posted_events);
+        }
     }
 
     bool pending_empty() const {
@@ -648,6 +668,7 @@ private:
     std::shared_ptr<PendingAccounting> pending_ = std::make_shared<PendingAccounting>();
     std::size_t flushes_in_flight_ = 0;
     ngx_event_t flush_ev_{};            // writes the pending batch (flush=)
+    ngx_event_t post_ev_{};             // writes it at the end of the loop's turn (flush=0)
     std::size_t telemetry_in_flight_ = 0;
     std::deque<std::string> cancels_;        // cancel script calls, in RESP
     bool cancels_in_flight_ = false;
