@@ -10,6 +10,8 @@
 #   - a burst of 300 at a limit leases serve never passes the limit, in both
 #     budget modes; once the workers are idle nothing stays reserved, and
 #     what is left is admitted to the last request;
+#   - users reloaded with a lower limit under traffic: the old lease takes no
+#     request;
 #   - quit gives the leases back;
 #   - with fail_open=off, a worker whose store went away stops admitting
 #     from its leases at its first failed contact.
@@ -21,6 +23,8 @@ use GwMeter;
 use GwRedis;
 use Test::More;
 use Time::HiRes ();
+use File::Temp ();
+use POSIX ();
 
 Gw::need_module();
 GwRedis::need_redis();
@@ -164,6 +168,62 @@ subtest 'across a lease slot: the remaining cost stays exact' => sub {
     my $per = counted('user', 'lee', 'cost') / 40;
     is_deeply(\@left, [map { sprintf('%.6f', (1000000 - $per * $_) / 1e6) } 0 .. 39],
               "remaining cost: exactly what the earlier answers cost ($per micro-USD each)");
+    $ng->stop;
+};
+
+# The users file reloaded with a lower limit while the worker is busy with
+# the user (its lease in use, so not given back as idle): a lease granted
+# under the old limit takes no request, and the new limit, already passed,
+# refuses at once.
+subtest 'users reloaded with a lower limit under traffic: the old lease takes no request' => sub {
+    $rd->cli('FLUSHALL');
+    my $dir = File::Temp::tempdir('llmgw-leases-XXXXXX', TMPDIR => 1, CLEANUP => 1);
+    chmod 0755, $dir;
+    my $path = "$dir/users.json";
+    my $write = sub {
+        my ($per_day) = @_;
+        my $tmp = "$path.tmp";
+        open my $fh, '>', $tmp or die "$tmp: $!";
+        print {$fh} Gw::json_encode({ users => [{ name => 'fil', key => 'sk-lease-file-85',
+                                                  limits => { requestsPerDay => $per_day } }] });
+        close $fh or die "$tmp: $!";
+        chmod 0644, $tmp;
+        rename $tmp, $path or die "rename $tmp: $!";
+    };
+    $write->(100000);
+    my $conf = GwMeter::conf(http => "llm_gateway_price mock/gpt-4o-mini input=1 output=1;\n"
+                                   . "llm_gateway_users_file $path interval=1s;\n"
+                                   . "llm_gateway_store redis://127.0.0.1:%%RPORT%%;\n");
+    my $ng = Gw::Nginx->start(workers => 1, conf => $conf, error_log_level => 'debug',
+                              vars => { MOCK => $mock->port, RPORT => $rd->port });
+    GwMeter::wait_second_below(40);
+    prime();
+    my $stop = "$dir/stop";
+    # A client sending a request every 20 ms until told to stop (at most 15 s).
+    my $pid = fork // die "fork: $!";
+    if (!$pid) {
+        my $until = Time::HiRes::time() + 15;
+        while (!-e $stop && Time::HiRes::time() < $until) {
+            GwMeter::chat($ng, 'sk-lease-file-85', timeout => 5);
+            Time::HiRes::sleep(0.02);
+        }
+        POSIX::_exit(0);
+    }
+    Time::HiRes::sleep(1.1);   # leases in use; and a new modification time for the file
+    my $local = () = $ng->error_log =~ /admitted from the worker's leases without a store call/g;
+    cmp_ok($local, '>=', 10, "$local requests admitted from the lease before the reload");
+    my $off = length $ng->error_log;
+    $write->(5);               # already passed
+    ok(Gw::wait_until(sub { substr($ng->error_log, $off) =~ /users file .* reloaded/ }, timeout => 10),
+       'the users file was reloaded');
+    Time::HiRes::sleep(0.2);
+    my @st = map { GwMeter::chat($ng, 'sk-lease-file-85')->{status} } 1 .. 3;
+    is_deeply(\@st, [429, 429, 429], 'the new requestsPerDay 5, passed already: 429 at once (the lease is not used)');
+    open my $fh, '>', $stop or die "$stop: $!";
+    close $fh;
+    waitpid($pid, 0);
+    ok(Gw::wait_until(sub { !grep { $_ != 0 } values %{ { split /\n/, ($rd->cli('HGETALL', 'llmgw:user:fil:rsv') // '') } } },
+                      timeout => 3), 'nothing held once idle');
     $ng->stop;
 };
 

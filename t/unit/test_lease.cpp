@@ -456,6 +456,9 @@ bool request(LeaseBook& book, RequestStore& s, const AdmissionPlan& p, std::int6
     std::shared_ptr<LeaseTicket> t = book.take(p, ReserveAmounts{}, now, LeaseReturns{rel, keep});
     EXPECT_NE(t, nullptr);
     if (local) *local = t->local;
+    // What the take gave back is written ahead of the request's own call.
+    s.release(rel);
+    rel.clear();
     bool ok = true;
     std::vector<std::int64_t> used;
     if (t->local) {
@@ -609,4 +612,28 @@ TEST(RequestLease, TwoWorkersNeverAdmitPastTheLimit) {
             EXPECT_EQ(admitted, limit) << limit;
         }
     }
+}
+
+// Users reloaded with other limits: a lease granted under the old ones takes
+// no request (a lower limit must refuse at once) and goes back.
+TEST(RequestLease, ALeaseGrantedUnderOtherLimitsGoesBack) {
+    const AdmissionPlan p = request_plan(100000);
+    LeaseBook book;
+    RequestStore s;
+    std::int64_t t = 7000000;
+    ASSERT_TRUE(request(book, s, p, t));
+    ASSERT_TRUE(request(book, s, p, t += 10));
+    bool local = false;
+    ASSERT_TRUE(request(book, s, p, t += 10, &local));
+    ASSERT_TRUE(local);
+    ASSERT_EQ(s.held(), 128);
+    const AdmissionPlan lower = request_plan(4);   // the same scope and slot, a limit of 4
+    ASSERT_EQ(lower.reserve[0].record, p.reserve[0].record);
+    ASSERT_EQ(lower.reserve[0].slot, p.reserve[0].slot);
+    EXPECT_NE(lease_limits(lower, 0), lease_limits(p, 0));
+    EXPECT_TRUE(request(book, s, lower, t += 10, &local));    // the old lease back first: 3 + 1 <= 4
+    EXPECT_FALSE(local);
+    EXPECT_EQ(s.held(), 0);
+    EXPECT_FALSE(request(book, s, lower, t += 10, &local));   // 4 + 1 > 4: refused by the store
+    EXPECT_FALSE(local);
 }

@@ -59,6 +59,16 @@ void retire(const std::shared_ptr<Lease>& lp, LeaseReturns out) {
 
 }  // namespace
 
+std::uint64_t lease_limits(const AdmissionPlan& plan, std::size_t index) {
+    std::uint64_t h = 1469598103934665603ULL;   // FNV-1a over the limits, in check order
+    for (const Check& c : plan.checks) {
+        if (c.reserve_index != static_cast<int>(index)) continue;
+        std::uint64_t v = static_cast<std::uint64_t>(c.limit);
+        for (int i = 0; i < 8; ++i, v >>= 8) h = (h ^ (v & 0xff)) * 1099511628211ULL;
+    }
+    return h;
+}
+
 std::int64_t lease_need(const Reservation& r, const ReserveAmounts& amounts) {
     if (r.measure == Measure::Requests) return 1;
     return std::max<std::int64_t>(reserve_amount(amounts, r.measure), 1);
@@ -83,12 +93,17 @@ std::shared_ptr<LeaseTicket> LeaseBook::take(const AdmissionPlan& plan, const Re
     // Local when every reservation's current lease has room (a plan built
     // for leases: every check belongs to one of them).
     bool local = plan.leased;
+    // A lease is current in its slot and under the limits it was granted
+    // under; another goes back once nothing is in flight in it.
+    auto is_current = [&plan](const Lease* l, std::size_t j) {
+        return l != nullptr && !l->forgotten && l->slot == plan.reserve[j].slot && l->limits == lease_limits(plan, j);
+    };
     for (std::size_t j = 0; j < plan.reserve.size(); ++j) {
         const Reservation& r = plan.reserve[j];
         LeaseEntry& e = entry(r);
         t->parts[j].entry = &e;
         const Lease* l = e.lease.get();
-        const bool current = l != nullptr && !l->forgotten && l->slot == r.slot;
+        const bool current = is_current(l, j);
         if (!current || l->free() < lease_need(r, amounts)) local = false;
         if (l != nullptr && !current) retire(e.lease, out);
     }
@@ -98,7 +113,7 @@ std::shared_ptr<LeaseTicket> LeaseBook::take(const AdmissionPlan& plan, const Re
         LeasePart& p = t->parts[j];
         LeaseEntry& e = *p.entry;
         Lease* l = e.lease.get();
-        const bool current = l != nullptr && !l->forgotten && l->slot == r.slot;
+        const bool current = is_current(l, j);
         const std::int64_t need = lease_need(r, amounts);
         // A grant is asked only while the worker is busy with this
         // reservation: alone, a request's lease would only go back.
@@ -125,7 +140,10 @@ std::shared_ptr<LeaseTicket> LeaseBook::take(const AdmissionPlan& plan, const Re
         const std::int64_t extra = std::min(e.headroom / kLeaseHeadroomShare, times(size, kLeaseGrantRequests));
         if (busy && !(current && l->asking) && e.headroom >= 0 && e.headroom / kLeaseMinRequests >= size &&
             extra >= size) {
-            if (!current) e.lease = std::make_shared<Lease>(Lease{r.record, r.measure, r.slot});
+            if (!current) {
+                e.lease = std::make_shared<Lease>(Lease{r.record, r.measure, r.slot});
+                e.lease->limits = lease_limits(plan, j);
+            }
             e.lease->asking = true;
             p.use = LeaseUse::Grant;
             p.extra = extra;
