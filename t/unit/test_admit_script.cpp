@@ -463,6 +463,48 @@ TEST(AdmitScript, DecodeBadReplies) {
     EXPECT_FALSE(decode_admit_reply(array({integer(1), integer(0)}), AdmissionPlan{}, r, err));
 }
 
+// A lease's grant in the background: {0, sums...} or {1, i, sums...}, one
+// sum per check of its reservation; anything else is a store error whose
+// text is bounded.
+TEST(AdmitScript, DecodeGrantReplies) {
+    std::vector<std::int64_t> used{7};
+    std::string err;
+    ASSERT_TRUE(decode_grant_reply(array({integer(0), text(T::String, "5"), text(T::String, "99999999999999999999")}),
+                                   2, used, err))
+        << err;
+    EXPECT_EQ(used, (std::vector<std::int64_t>{5, INT64_MAX}));
+    ASSERT_TRUE(decode_grant_reply(array({integer(1), integer(1), text(T::String, "0"), text(T::String, "3")}), 2,
+                                   used, err));
+    EXPECT_EQ(used, (std::vector<std::int64_t>{0, 3}));
+    const std::vector<RespValue> bad = {
+        RespValue{},
+        integer(0),
+        text(T::String, "0"),
+        array({}),
+        array({integer(2)}),                                          // a cancelled op: grants have none
+        array({integer(0), text(T::String, "1")}),                    // one sum short
+        array({integer(0), text(T::String, "1"), text(T::String, "2"), text(T::String, "3")}),
+        array({integer(1), integer(2), text(T::String, "1"), text(T::String, "2")}),   // check out of range
+        array({integer(1), integer(-1), text(T::String, "1"), text(T::String, "2")}),
+        array({integer(1), text(T::String, "0"), text(T::String, "1"), text(T::String, "2")}),
+        array({integer(0), text(T::String, "1"), text(T::String, "-2")}),
+        array({integer(0), text(T::String, "1"), integer(2)}),
+        array({integer(0), text(T::String, "1"), text(T::String, std::string(41, '9'))}),
+        array({integer(0), text(T::String, "\xff\xfe"), text(T::String, "2")}),   // not digits (invalid UTF-8)
+        array({integer(0), array({text(T::String, "1")}), text(T::String, "2")}),
+    };
+    for (const RespValue& v : bad) {
+        used = {42};
+        err.clear();
+        EXPECT_FALSE(decode_grant_reply(v, 2, used, err));
+        EXPECT_FALSE(err.empty());
+        EXPECT_EQ(used, (std::vector<std::int64_t>{42}));   // untouched
+    }
+    err.clear();
+    EXPECT_FALSE(decode_grant_reply(text(T::Error, "ERR " + std::string(100000, 'x')), 2, used, err));
+    EXPECT_LE(err.size(), 300u);   // a huge error text is cut
+}
+
 TEST(AdmitScript, NoscriptError) {
     EXPECT_TRUE(is_noscript_error(text(T::Error, "NOSCRIPT No matching script. Please use EVAL.")));
     EXPECT_FALSE(is_noscript_error(text(T::Error, "ERR unknown command")));
