@@ -354,3 +354,38 @@ TEST(Resp, WriterWritesWhatTheEncoderWrites) {
     argv.push_back(big);
     EXPECT_EQ(many, resp_command(argv));
 }
+
+// A reader made for a cluster's topology accepts arrays nested as deep as
+// its shape allows, bounded per array and per reply; the default refuses
+// any nesting.
+TEST(Resp, TopologyShapeAllowsBoundedNesting) {
+    const std::string slots =
+        "*2\r\n"
+        "*3\r\n:0\r\n:5460\r\n*3\r\n$9\r\n127.0.0.1\r\n:7000\r\n$2\r\nid\r\n"
+        "*4\r\n:5461\r\n:16383\r\n*2\r\n$0\r\n\r\n:7001\r\n*2\r\n$9\r\n127.0.0.1\r\n:7004\r\n";
+    EXPECT_TRUE(parse_all(slots).error);   // the default shape: no nesting
+    EXPECT_EQ(parse_all(slots).err, "nested array in store reply");
+    RespReader topo(kRespDefaultMaxBuffer, kRespTopologyShape);
+    Parsed p = parse_all(slots, &topo);
+    ASSERT_FALSE(p.error) << p.err;
+    ASSERT_EQ(p.replies.size(), 1u);
+    ASSERT_EQ(p.replies[0].elements.size(), 2u);
+    EXPECT_EQ(p.replies[0].elements[1].elements[3].elements[1].integer, 7004);
+    // deeper than 3: refused
+    RespReader deep(kRespDefaultMaxBuffer, kRespTopologyShape);
+    EXPECT_EQ(parse_all("*1\r\n*1\r\n*1\r\n*1\r\n:1\r\n", &deep).err, "nested array in store reply");
+    // too many elements in one reply, though each array is short
+    RespShape small{3, 10, 12};
+    RespReader bounded(kRespDefaultMaxBuffer, small);
+    p = parse_all("*3\r\n" + array_of_ints(5) + array_of_ints(5) + array_of_ints(5), &bounded);
+    EXPECT_TRUE(p.error);
+    EXPECT_EQ(p.err, "store reply has too many elements");
+    RespReader bounded2(kRespDefaultMaxBuffer, small);
+    EXPECT_EQ(parse_all(array_of_ints(11), &bounded2).err, "store reply array too long (11 > 10)");
+    // the count starts again with every reply
+    RespReader again(kRespDefaultMaxBuffer, small);
+    p = parse_all("*2\r\n" + array_of_ints(4) + array_of_ints(4) + "*2\r\n" + array_of_ints(4) + array_of_ints(4),
+                  &again);
+    EXPECT_FALSE(p.error) << p.err;
+    EXPECT_EQ(p.replies.size(), 2u);
+}

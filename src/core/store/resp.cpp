@@ -1,7 +1,7 @@
 // RESP2 codec: replies through hiredis's reader, commands written here.
 // hiredis calls our object functions while it parses; they build RespValue
 // trees and refuse what the store must never send us (long or nested
-// arrays).
+// arrays, beyond what the reader's RespShape allows).
 #include "core/store/resp.h"
 
 #include <hiredis/read.h>
@@ -19,6 +19,8 @@ namespace {
 // task): the reason they refused a reply.
 struct CallbackState {
     std::string cb_error;
+    RespShape shape;
+    std::size_t elements = 0;   // in the reply being read
 };
 
 }  // namespace
@@ -94,20 +96,31 @@ void* create_string(const redisReadTask* t, char* s, size_t len) {
 }
 
 void* create_array(const redisReadTask* t, int n) {
-    if (t->parent != nullptr) {
+    CallbackState* im = state_of(t);
+    const RespShape shape = im != nullptr ? im->shape : RespShape();
+    int depth = 0;
+    for (const redisReadTask* p = t->parent; p != nullptr; p = p->parent) ++depth;
+    if (depth >= shape.max_depth) {
         refuse(t, "nested array in store reply");
         return nullptr;
     }
-    if (n < 0 || static_cast<std::size_t>(n) > kRespMaxArray) {
-        CallbackState* im = state_of(t);
+    if (n < 0 || static_cast<std::size_t>(n) > shape.max_array) {
         if (im != nullptr) {
             try {
                 im->cb_error = "store reply array too long (" + std::to_string(n) + " > " +
-                               std::to_string(kRespMaxArray) + ")";
+                               std::to_string(shape.max_array) + ")";
             } catch (...) {
             }
         }
         return nullptr;
+    }
+    if (im != nullptr) {
+        if (t->parent == nullptr) im->elements = 0;
+        im->elements += static_cast<std::size_t>(n);
+        if (im->elements > shape.max_elements) {
+            refuse(t, "store reply has too many elements");
+            return nullptr;
+        }
     }
     RespValue* v = place(t);
     if (v == nullptr) return nullptr;
@@ -143,10 +156,11 @@ redisReplyObjectFunctions g_functions = {create_string, create_array, create_int
 
 }  // namespace
 
-RespReader::RespReader(std::size_t max_buffer) {
+RespReader::RespReader(std::size_t max_buffer, RespShape shape) {
     impl_.reset(new (std::nothrow) Impl());
     if (!impl_) return;
     impl_->max_buffer = max_buffer;
+    impl_->cbs.shape = shape;
     impl_->r = redisReaderCreateWithFunctions(&g_functions);
     if (impl_->r == nullptr) {
         impl_->dead = "out of memory for the store reply reader";

@@ -18,7 +18,7 @@ struct RespValue {
     Type type = Type::Nil;
     long long integer = 0;              // Integer
     std::string str;                    // String, Status, Error
-    std::vector<RespValue> elements;    // Array (never nested: see RespReader)
+    std::vector<RespValue> elements;    // Array (nested only where a RespShape allows it)
 };
 
 // Largest reply array accepted from the store (spec "Limits").
@@ -26,6 +26,18 @@ constexpr std::size_t kRespMaxArray = 1024;
 // Default ceiling on bytes buffered and not yet parsed: a reply that does not
 // fit (e.g. "$999999999" or a status line without its CRLF) is a store error.
 constexpr std::size_t kRespDefaultMaxBuffer = 8u << 20;
+
+// The shape of the replies a reader accepts: arrays nested at most
+// max_depth deep (1: none inside another), each of at most max_array
+// elements, at most max_elements in one reply. The default is what every
+// counter command answers; a cluster's topology (CLUSTER SLOTS, a few levels
+// and up to one range per slot) needs kRespTopologyShape.
+struct RespShape {
+    int max_depth = 1;
+    std::size_t max_array = kRespMaxArray;
+    std::size_t max_elements = kRespMaxArray;
+};
+constexpr RespShape kRespTopologyShape{3, 16384, 400000};
 
 // Incremental reader: feed() bytes as they arrive, then call next() until it
 // says NeedMore. Replies come out in order.
@@ -38,7 +50,9 @@ constexpr std::size_t kRespDefaultMaxBuffer = 8u << 20;
 //   - an array longer than kRespMaxArray elements ("store reply array too
 //     long (2000 > 1024)"), detected on its header before any element,
 //   - an array inside an array ("nested array in store reply"), including
-//     an empty one; a nil array ("*-1") inside an array is a Nil element,
+//     an empty one; a nil array ("*-1") inside an array is a Nil element
+//     (with a RespShape that allows nesting: an array deeper than its
+//     max_depth, or a reply of more than max_elements elements),
 //   - more than max_buffer bytes waiting for one reply.
 // A nil bulk string ("$-1") and a nil array ("*-1") both give Type::Nil.
 // No exception escapes.
@@ -46,7 +60,7 @@ class RespReader {
 public:
     enum class Result { Reply, NeedMore, Error };
 
-    explicit RespReader(std::size_t max_buffer = kRespDefaultMaxBuffer);
+    explicit RespReader(std::size_t max_buffer = kRespDefaultMaxBuffer, RespShape shape = RespShape());
     ~RespReader();
     RespReader(RespReader&&) noexcept;
     RespReader& operator=(RespReader&&) noexcept;
