@@ -227,6 +227,30 @@ subtest 'users reloaded with a lower limit under traffic: the old lease takes no
     $ng->stop;
 };
 
+# What another worker or replica holds in an unused lease is not spent: the
+# remaining-allowance headers of a request the store admits leave it out.
+subtest "another replica's lease: the remaining cost leaves it out" => sub {
+    $rd->cli('FLUSHALL');
+    my @ngs = map { gateway(limits => 'requests_per_minute=100 cost_per_day=1') } 1 .. 2;
+    GwMeter::wait_second_below(50);
+    prime();
+    my @left;
+    for (1 .. 5) {   # one after another on the first replica: it takes a cost lease
+        push @left, chat($ngs[0])->{headers}{'x-ratelimit-remaining-cost-usd'};
+        Time::HiRes::sleep(0.02);
+    }
+    my $held = $rd->cli('HGETALL', 'llmgw:user:lee:rsv') // '';
+    like($held, qr/^c\d+\n[1-9]/m, 'the first replica holds a cost lease');
+    my $r = chat($ngs[1]);   # at once, on the second replica: admitted by the store
+    is($r->{status}, 200, 'the second replica: 200');
+    ok(Gw::wait_until(sub { counted('user', 'lee', 'cost') > 0 }, timeout => 3), 'cost counted');
+    my $per = counted('user', 'lee', 'cost') / 6;
+    is($r->{headers}{'x-ratelimit-remaining-cost-usd'}, sprintf('%.6f', (1000000 - 5 * $per) / 1e6),
+       "the second replica's remaining cost: what the five answers cost, not the first replica's lease");
+    is_deeply(\@left, [map { sprintf('%.6f', (1000000 - $per * $_) / 1e6) } 0 .. 4], 'the first five exact too');
+    $_->stop for @ngs;
+};
+
 subtest 'quit gives the leases back' => sub {
     $rd->cli('FLUSHALL');
     my $ng = gateway(limits => 'requests_per_day=100000', workers => 2);

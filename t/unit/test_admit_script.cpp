@@ -401,6 +401,28 @@ TEST(AdmitScript, DecodeAdmitted) {
     EXPECT_EQ(r.message, "");
 }
 
+// v9: the sums, then what reserved counters hold of each.
+TEST(AdmitScript, DecodeHeldSums) {
+    const AdmissionPlan p = sample_plan();
+    AdmissionResult r;
+    std::string err;
+    ASSERT_TRUE(decode_admit_reply(array({integer(0), text(T::String, "5"), text(T::String, "42"), text(T::String, "7"),
+                                          text(T::String, "0"), text(T::String, "40"), text(T::String, "0")}),
+                                   p, r, err))
+        << err;
+    EXPECT_EQ(r.used, (std::vector<std::int64_t>{5, 42, 7}));
+    EXPECT_EQ(r.held, (std::vector<std::int64_t>{0, 40, 0}));
+    ASSERT_TRUE(decode_admit_reply(array({integer(1), integer(2), text(T::String, "5"), text(T::String, "42"),
+                                          text(T::String, "7"), text(T::String, "1"), text(T::String, "2"),
+                                          text(T::String, "3")}),
+                                   p, r, err));
+    EXPECT_EQ(r.check_index, 2);
+    EXPECT_EQ(r.held, (std::vector<std::int64_t>{1, 2, 3}));
+    EXPECT_FALSE(decode_admit_reply(array({integer(0), text(T::String, "5"), text(T::String, "42"), text(T::String, "7"),
+                                           text(T::String, "0"), text(T::String, "x"), text(T::String, "0")}),
+                                    p, r, err));
+}
+
 TEST(AdmitScript, DecodeRejected) {
     const AdmissionPlan p = sample_plan();
     for (int i = 0; i < 3; ++i) {
@@ -1424,6 +1446,7 @@ TEST_F(AdmitScriptRedis, LeasedPlanChecksSumTheReservedCountersOfEveryMeasure) {
     r = admit_ok(plan);
     ASSERT_TRUE(r.admitted) << r.message;
     EXPECT_EQ(r.used, (std::vector<std::int64_t>{4, 999}));   // 1 counted + 3 held; 999 held
+    EXPECT_EQ(r.held, (std::vector<std::int64_t>{3, 999}));   // what the reserved counters hold of them
     r = admit_ok(plan);
     EXPECT_FALSE(r.admitted);                                // 2 + 3 + 1 > 5
     EXPECT_EQ(r.check_index, 0);

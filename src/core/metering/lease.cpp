@@ -156,7 +156,7 @@ std::shared_ptr<LeaseTicket> LeaseBook::take(const AdmissionPlan& plan, const Re
 }
 
 void LeaseBook::answered(LeaseTicket* t, const AdmissionPlan& plan, const ReserveAmounts& amounts, bool admitted,
-                         std::vector<std::int64_t>& used) {
+                         std::vector<std::int64_t>& used, const std::vector<std::int64_t>& held) {
     if (t == nullptr) return;
     const std::size_t n = std::min(plan.reserve.size(), t->parts.size());
     // Hits: given back when refused. The others learn from the sums, which
@@ -192,8 +192,11 @@ void LeaseBook::answered(LeaseTicket* t, const AdmissionPlan& plan, const Reserv
         // part is counted in both: its counts went ahead of it), with this
         // request when it counts in the store at once.
         const Lease* l = p.entry->lease.get();
-        const std::int64_t own =
+        std::int64_t own =
             l != nullptr && !l->forgotten && l->slot == plan.reserve[c.reserve_index].slot ? l->granted : 0;
+        // Where the reserved counters hold only leases, none of them is spent.
+        const bool leases_only = c.measure == Measure::Requests || !plan.reserves_worst_cases;
+        if (leases_only && held.size() == plan.checks.size()) own = held[i];
         owns[i] = own;
         if (admitted && plan.leased) {
             const std::int64_t self = c.measure == Measure::Requests ? 1 : 0;

@@ -188,8 +188,12 @@ public:
     // worker's lease (what a later local admission reports). used then
     // becomes what the remaining-allowance headers show: each sum less what
     // the worker's own lease held in it (the caller may still use that).
+    // held: the part of each sum that reserved counters hold (the store's
+    // reply; empty when not known): where they hold only leases (a request
+    // limit; a token or cost limit in check mode) the headers leave all of
+    // it out, since what others hold unused is not spent.
     void answered(LeaseTicket* t, const AdmissionPlan& plan, const ReserveAmounts& amounts, bool admitted,
-                  std::vector<std::int64_t>& used);
+                  std::vector<std::int64_t>& used, const std::vector<std::int64_t>& held = {});
     // The admission failed (no answer): Hits go back, Grant parts' leases
     // are forgotten (a grant may have been added).
     void failed(LeaseTicket* t, const AdmissionPlan& plan, const ReserveAmounts& amounts);

@@ -243,6 +243,7 @@ AdmissionPlan build_admission_plan(const std::vector<Scope>& scopes, std::time_t
                                    std::int64_t reserve_ttl, bool defer_unchecked, std::int64_t lease_ttl) {
     AdmissionPlan plan;
     plan.leased = lease_ttl > 0;
+    plan.reserves_worst_cases = reserve_ttl > 0;
     // One slot length per plan: a scope's hash holds the fields of every
     // measure, and a check deletes the lapsed ones by it.
     const std::int64_t slot_ttl = reserve_ttl > 0 ? reserve_ttl : lease_ttl;

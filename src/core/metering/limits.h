@@ -129,6 +129,10 @@ struct AdmissionPlan {
     // worker's lease writes when nothing else is reserved (requests; the
     // token and cost limits of llm_gateway_budget_mode check).
     bool leased = false;
+    // Built with reserve_ttl > 0 (llm_gateway_budget_mode reserve): the token
+    // and cost reserved counters hold requests' own worst cases too, not
+    // only leases.
+    bool reserves_worst_cases = false;
     // The scopes (kind, id) whose request counters `admit` bumps, one per
     // window quad, in its order: what an admission from leases counts with
     // the accounting instead (local_request_deltas, accounting.h).
@@ -166,6 +170,9 @@ struct AdmissionResult {
     // Per check of the plan, in order: the sum of its counters before this
     // request (negative read as 0, saturating); empty when not known.
     std::vector<std::int64_t> used;
+    // Per check, the part of used that its reserved counters hold (a shared
+    // store's reply; empty when not known).
+    std::vector<std::int64_t> held;
     // Admitted with reservations held in the worker's leases (a shared
     // store's, core/metering/lease.h); null otherwise.
     std::shared_ptr<LeaseTicket> lease;

@@ -13,7 +13,7 @@ namespace {
 // Redis runs Lua 5.1: numbers are doubles and globals are forbidden. Every
 // int64 stays decimal text until split into hi * 1e9 + lo (both exact as
 // doubles), so sums and comparisons are exact over the whole int64 range.
-const char kScript[] = R"LUA(-- llmgw admission v8: KEYS/ARGV layout in src/core/store/admit_script.h
+const char kScript[] = R"LUA(-- llmgw admission v9: KEYS/ARGV layout in src/core/store/admit_script.h
 local B = 1000000000
 local function split(s)
   local neg = string.sub(s, 1, 1) == '-'
@@ -103,6 +103,9 @@ local rejected = nil
 -- every check's sum before this request, as text (negative as 0): the
 -- reply carries them for the remaining-allowance headers
 local used = {}
+-- and the part of each that reserved counters hold ("0" for a check that
+-- reads none): what the remaining-allowance headers leave out of leases
+local held = {}
 -- whether a grant fits, by hash and measure
 local grant = {}
 -- every check's counters (not the reserved hashes) read with one MGET
@@ -144,6 +147,9 @@ for i = 1, nchecks do
     local m, b = 1, string.byte(rv)
     if b == 99 then m = 3 elseif b == 114 then m = 5 end
     sh = sh + r[m]; sl = sl + r[m + 1]
+    held[i] = text(norm(r[m], r[m + 1]))
+  else
+    held[i] = '0'
   end
   local uh, ul = norm(sh, sl)
   used[i] = text(uh, ul)
@@ -228,8 +234,11 @@ else
     end
   end
 end
-if rejected then return {1, rejected - 1, unpack(used)} end
-return {0, unpack(used)}
+local out = {0}
+if rejected then out = {1, rejected - 1} end
+for i = 1, nchecks do out[#out + 1] = used[i] end
+for i = 1, nchecks do out[#out + 1] = held[i] end
+return out
 )LUA";
 
 }  // namespace
@@ -423,7 +432,7 @@ bool decode_grant_reply(const RespValue& reply, std::size_t nchecks, std::vector
                e[1].type == T::Integer && e[1].integer >= 0 && static_cast<unsigned long long>(e[1].integer) < nchecks) {
         from = 2;
     }
-    if (from == 0 || e.size() != from + nchecks) {
+    if (from == 0 || (e.size() != from + nchecks && e.size() != from + 2 * nchecks)) {
         err = "unexpected reply to a lease's grant";
         return false;
     }
@@ -435,7 +444,7 @@ bool decode_grant_reply(const RespValue& reply, std::size_t nchecks, std::vector
             err = "unexpected reply to a lease's grant";
             return false;
         }
-        out.push_back(v);
+        if (i < from + nchecks) out.push_back(v);   // (what reserved counters hold: not needed)
     }
     used = std::move(out);
     return true;
@@ -458,21 +467,28 @@ bool decode_admit_reply(const RespValue& reply, const AdmissionPlan& plan, Admis
         }
         const std::vector<RespValue>& e = reply.elements;
         const std::size_t n = plan.checks.size();
-        std::vector<std::int64_t> used;
-        // The sums after the first `from` elements: one decimal per check.
+        std::vector<std::int64_t> used, held;
+        // The sums after the first `from` elements: one decimal per check,
+        // then (v9) as many of what reserved counters hold in them.
         auto sums = [&](std::size_t from) {
-            if (e.size() != from + n) return false;
+            if (e.size() != from + n && e.size() != from + 2 * n) return false;
             used.reserve(n);
-            for (std::size_t i = from; i < e.size(); ++i) {
+            for (std::size_t i = from; i < from + n; ++i) {
                 std::int64_t v = 0;
                 if (!used_sum(e[i], v)) return false;
                 used.push_back(v);
+            }
+            for (std::size_t i = from + n; i < e.size(); ++i) {
+                std::int64_t v = 0;
+                if (!used_sum(e[i], v)) return false;
+                held.push_back(v);
             }
             return true;
         };
         if (reply.type == T::Array && !e.empty() && e[0].type == T::Integer && e[0].integer == 0 && sums(1)) {
             result = AdmissionResult{};
             result.used = std::move(used);
+            result.held = std::move(held);
             return true;
         }
         if (reply.type == T::Array && e.size() >= 2 && e[0].type == T::Integer && e[0].integer == 1 &&
@@ -494,6 +510,7 @@ bool decode_admit_reply(const RespValue& reply, const AdmissionPlan& plan, Admis
             r.message = c.message;
             r.check_index = static_cast<int>(e[1].integer);
             r.used = std::move(used);
+            r.held = std::move(held);
             result = std::move(r);
             return true;
         }

@@ -58,10 +58,13 @@
 //   nothing in the reservations, and its checks as the default mode does
 //   (their counters, add 0, no reserved sum).
 //   All numbers are decimal int64 text.
-// Reply: {0, used...} admitted; {1, i, used...} rejected by check i,
-// 0-based (the index in plan.checks, = AdmissionResult::check_index); used:
-// one decimal string per check, the sum of its counters before this request
-// (negative as "0"), = AdmissionResult::used.
+// Reply: {0, used..., held...} admitted; {1, i, used..., held...} rejected
+// by check i, 0-based (the index in plan.checks, = AdmissionResult::check_index);
+// used: one decimal string per check, the sum of its counters before this
+// request (negative as "0"), = AdmissionResult::used; held: one per check,
+// the part of that sum its reserved counters hold ("0" for a check that
+// reads none), = AdmissionResult::held. (A reply without held, as before
+// v9, is read with held empty.)
 //
 // Send EVALSHA first; when the reply is a NOSCRIPT error (script cache
 // flushed, store restarted, failover), send EVAL with the source, which also

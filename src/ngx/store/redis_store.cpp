@@ -496,7 +496,7 @@ private:
         std::string err;
         if (!decode_admit_reply(v, *plan, res, err)) return failed_admit(err, plan, amounts, ticket, std::move(done));
         latch().on_success(now_ms());
-        if (ticket) leases_.answered(ticket.get(), *plan, amounts, res.admitted, res.used);
+        if (ticket) leases_.answered(ticket.get(), *plan, amounts, res.admitted, res.used, res.held);
         if (res.admitted) {
             res.lease = ticket;
             count_deferred(*plan);
