@@ -2,6 +2,8 @@
 // request counter, in one list of increments.
 #include "core/metering/accounting.h"
 
+#include <initializer_list>
+
 namespace llmgw {
 
 std::string_view metric_name(Metric m) {
@@ -82,21 +84,16 @@ std::vector<ScopeDelta> accounting_deltas(const AccountingInput& in) {
     return out;
 }
 
-std::vector<ScopeDelta> admitted_request_deltas(const AdmissionPlan& plan) {
-    std::vector<ScopeDelta> out(plan.deferred.size());
-    for (std::size_t i = 0; i < plan.deferred.size(); ++i) {
-        out[i].kind = plan.deferred[i].first;
-        out[i].id = plan.deferred[i].second;
-        out[i].delta[kMetricReq] = 1;
-    }
-    return out;
-}
+namespace {
 
-std::vector<ScopeDelta> local_request_deltas(const AdmissionPlan& plan) {
-    std::vector<ScopeDelta> out(plan.counted.size() + plan.deferred.size());
+// req 1 in each scope of the lists.
+std::vector<ScopeDelta> request_deltas(std::initializer_list<const std::vector<std::pair<std::string, std::string>>*> lists) {
+    std::size_t n = 0;
+    for (const auto* l : lists) n += l->size();
+    std::vector<ScopeDelta> out(n);
     std::size_t i = 0;
-    for (const auto* list : {&plan.counted, &plan.deferred}) {
-        for (const auto& s : *list) {
+    for (const auto* l : lists) {
+        for (const auto& s : *l) {
             out[i].kind = s.first;
             out[i].id = s.second;
             out[i].delta[kMetricReq] = 1;
@@ -104,6 +101,14 @@ std::vector<ScopeDelta> local_request_deltas(const AdmissionPlan& plan) {
         }
     }
     return out;
+}
+
+}  // namespace
+
+std::vector<ScopeDelta> admitted_request_deltas(const AdmissionPlan& plan) { return request_deltas({&plan.deferred}); }
+
+std::vector<ScopeDelta> local_request_deltas(const AdmissionPlan& plan) {
+    return request_deltas({&plan.counted, &plan.deferred});
 }
 
 WindowStamps::WindowStamps(std::time_t now, bool in_process) {

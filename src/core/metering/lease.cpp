@@ -59,16 +59,6 @@ void retire(const std::shared_ptr<Lease>& lp, LeaseReturns out) {
 
 }  // namespace
 
-std::uint64_t lease_limits(const AdmissionPlan& plan, std::size_t index) {
-    std::uint64_t h = 1469598103934665603ULL;   // FNV-1a over the limits, in check order
-    for (const Check& c : plan.checks) {
-        if (c.reserve_index != static_cast<int>(index)) continue;
-        std::uint64_t v = static_cast<std::uint64_t>(c.limit);
-        for (int i = 0; i < 8; ++i, v >>= 8) h = (h ^ (v & 0xff)) * 1099511628211ULL;
-    }
-    return h;
-}
-
 std::int64_t lease_need(const Reservation& r, const ReserveAmounts& amounts) {
     if (r.measure == Measure::Requests) return 1;
     return std::max<std::int64_t>(reserve_amount(amounts, r.measure), 1);
@@ -94,9 +84,10 @@ std::shared_ptr<LeaseTicket> LeaseBook::take(const AdmissionPlan& plan, const Re
     // for leases: every check belongs to one of them).
     bool local = plan.leased;
     // A lease is current in its slot and under the limits it was granted
-    // under; another goes back once nothing is in flight in it.
+    // under (the users may have been reloaded); another goes back once
+    // nothing is in flight in it.
     auto is_current = [&plan](const Lease* l, std::size_t j) {
-        return l != nullptr && !l->forgotten && l->slot == plan.reserve[j].slot && l->limits == lease_limits(plan, j);
+        return l != nullptr && !l->forgotten && l->slot == plan.reserve[j].slot && l->limits == plan.reserve[j].limits;
     };
     for (std::size_t j = 0; j < plan.reserve.size(); ++j) {
         const Reservation& r = plan.reserve[j];
@@ -142,7 +133,7 @@ std::shared_ptr<LeaseTicket> LeaseBook::take(const AdmissionPlan& plan, const Re
             extra >= size) {
             if (!current) {
                 e.lease = std::make_shared<Lease>(Lease{r.record, r.measure, r.slot});
-                e.lease->limits = lease_limits(plan, j);
+                e.lease->limits = r.limits;
             }
             e.lease->asking = true;
             p.use = LeaseUse::Grant;

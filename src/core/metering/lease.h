@@ -92,7 +92,7 @@ struct Lease {
     std::int64_t batch = 0;      // the last grant (consumed is given back at half of it)
     bool forgotten = false;      // after a store failure: writes nothing more
     bool asking = false;         // a grant asked and not answered (one at a time)
-    std::uint64_t limits = 0;    // the limits it was granted under (lease_limits)
+    std::uint64_t limits = 0;    // the limits it was granted under (Reservation::limits)
     std::int64_t free() const { return granted - in_flight - consumed; }
 };
 
@@ -237,11 +237,6 @@ private:
     std::unordered_map<std::string, Pair> entries_;   // by record; never erased
     bool idle_ = false;
 };
-
-// The limits of the checks of reservation index of plan, as one value: a
-// lease granted under other limits (the users were reloaded) takes no
-// request and goes back, like a lease of an earlier slot.
-std::uint64_t lease_limits(const AdmissionPlan& plan, std::size_t index);
 
 // A request's need in a lease of reservation r (the lease must have that
 // much free for a Hit): a request 1; tokens and cost their amount, at

@@ -281,11 +281,15 @@ AdmissionPlan build_admission_plan(const std::vector<Scope>& scopes, std::time_t
             if (!reserves[static_cast<int>(m)]) continue;
             plan.reserve.push_back(Reservation{reserved_record_key(s.kind, s.id), m, reserve_slot(now, slot_ttl),
                                                reserve_key_ttl(now, slot_ttl)});
+            std::uint64_t h = 1469598103934665603ULL;
             for (std::size_t i = first_check; i < plan.checks.size(); ++i) {
                 if (plan.checks[i].reserves && plan.checks[i].measure == m) {
                     plan.checks[i].reserve_index = static_cast<int>(plan.reserve.size() - 1);
+                    std::uint64_t v = static_cast<std::uint64_t>(plan.checks[i].limit);
+                    for (int b = 0; b < 8; ++b, v >>= 8) h = (h ^ (v & 0xff)) * 1099511628211ULL;
                 }
             }
+            plan.reserve.back().limits = h;
         }
     }
     const std::string day = bucket(Window::Day, now);

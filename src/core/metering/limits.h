@@ -91,6 +91,10 @@ struct Reservation {
     Measure measure = Measure::Tokens;
     std::int64_t slot = 0;
     std::int64_t ttl = 0;           // seconds
+    // The limits of its checks as one value (FNV-1a over them, in check
+    // order), made with the plan: a worker's lease granted under other
+    // limits (the users were reloaded) takes no request (core/metering/lease.h).
+    std::uint64_t limits = 0;
 };
 
 // A request's worst case (llm_gateway_budget_mode reserve), reserved

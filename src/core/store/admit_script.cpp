@@ -367,6 +367,21 @@ bool used_sum(const RespValue& v, std::int64_t& out) {
     return true;
 }
 
+// The sums of a reply after its first `from` elements: one decimal per
+// check (n of them) into used, then (v9) as many of what reserved counters
+// hold in them into held. false for another count or a sum that is not one.
+bool read_sums(const std::vector<RespValue>& e, std::size_t from, std::size_t n, std::vector<std::int64_t>& used,
+               std::vector<std::int64_t>& held) {
+    if (e.size() != from + n && e.size() != from + 2 * n) return false;
+    used.reserve(n);
+    for (std::size_t i = from; i < e.size(); ++i) {
+        std::int64_t v = 0;
+        if (!used_sum(e[i], v)) return false;
+        (i < from + n ? used : held).push_back(v);
+    }
+    return true;
+}
+
 }  // namespace
 
 bool append_grant_command(std::string& out, const AdmissionPlan& plan, std::size_t index, std::int64_t extra,
@@ -419,35 +434,32 @@ bool append_grant_command(std::string& out, const AdmissionPlan& plan, std::size
 
 bool decode_grant_reply(const RespValue& reply, std::size_t nchecks, std::vector<std::int64_t>& used,
                         std::string& err) {
-    using T = RespValue::Type;
-    if (reply.type == T::Error) {
-        err = "the store failed a lease's grant: " + reply.str.substr(0, 200);
-        return false;
-    }
-    const std::vector<RespValue>& e = reply.elements;
-    std::size_t from = 0;
-    if (reply.type == T::Array && !e.empty() && e[0].type == T::Integer && e[0].integer == 0) {
-        from = 1;
-    } else if (reply.type == T::Array && e.size() >= 2 && e[0].type == T::Integer && e[0].integer == 1 &&
-               e[1].type == T::Integer && e[1].integer >= 0 && static_cast<unsigned long long>(e[1].integer) < nchecks) {
-        from = 2;
-    }
-    if (from == 0 || (e.size() != from + nchecks && e.size() != from + 2 * nchecks)) {
-        err = "unexpected reply to a lease's grant";
-        return false;
-    }
-    std::vector<std::int64_t> out;
-    out.reserve(nchecks);
-    for (std::size_t i = from; i < e.size(); ++i) {
-        std::int64_t v = 0;
-        if (!used_sum(e[i], v)) {
+    try {
+        using T = RespValue::Type;
+        if (reply.type == T::Error) {
+            err = "the store failed a lease's grant: " + reply.str.substr(0, 200);
+            return false;
+        }
+        const std::vector<RespValue>& e = reply.elements;
+        std::size_t from = 0;
+        if (reply.type == T::Array && !e.empty() && e[0].type == T::Integer && e[0].integer == 0) {
+            from = 1;
+        } else if (reply.type == T::Array && e.size() >= 2 && e[0].type == T::Integer && e[0].integer == 1 &&
+                   e[1].type == T::Integer && e[1].integer >= 0 &&
+                   static_cast<unsigned long long>(e[1].integer) < nchecks) {
+            from = 2;
+        }
+        std::vector<std::int64_t> sums, held;   // (what reserved counters hold: not needed)
+        if (from == 0 || !read_sums(e, from, nchecks, sums, held)) {
             err = "unexpected reply to a lease's grant";
             return false;
         }
-        if (i < from + nchecks) out.push_back(v);   // (what reserved counters hold: not needed)
+        used = std::move(sums);
+        return true;
+    } catch (...) {
+        err = "out of memory reading a lease's grant";
+        return false;
     }
-    used = std::move(out);
-    return true;
 }
 
 bool is_noscript_error(const RespValue& reply) {
@@ -468,23 +480,7 @@ bool decode_admit_reply(const RespValue& reply, const AdmissionPlan& plan, Admis
         const std::vector<RespValue>& e = reply.elements;
         const std::size_t n = plan.checks.size();
         std::vector<std::int64_t> used, held;
-        // The sums after the first `from` elements: one decimal per check,
-        // then (v9) as many of what reserved counters hold in them.
-        auto sums = [&](std::size_t from) {
-            if (e.size() != from + n && e.size() != from + 2 * n) return false;
-            used.reserve(n);
-            for (std::size_t i = from; i < from + n; ++i) {
-                std::int64_t v = 0;
-                if (!used_sum(e[i], v)) return false;
-                used.push_back(v);
-            }
-            for (std::size_t i = from + n; i < e.size(); ++i) {
-                std::int64_t v = 0;
-                if (!used_sum(e[i], v)) return false;
-                held.push_back(v);
-            }
-            return true;
-        };
+        auto sums = [&](std::size_t from) { return read_sums(e, from, n, used, held); };
         if (reply.type == T::Array && !e.empty() && e[0].type == T::Integer && e[0].integer == 0 && sums(1)) {
             result = AdmissionResult{};
             result.used = std::move(used);

@@ -397,10 +397,7 @@ private:
         AdmissionResult res;
         res.used = leases_.local_used(*ticket, *plan);
         res.lease = ticket;
-        pending_->merged.add(local_request_deltas(*plan), ngx_time());
-        if (!flush_ev_.timer_set) {
-            ngx_add_timer(&flush_ev_, settings_->flush_ms > 0 ? settings_->flush_ms : kDeferredCountMs);
-        }
+        count_behind(local_request_deltas(*plan));
         refills_.clear();
         leases_.refills(*ticket, *plan, refills_);
         ngx_log_debug2(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
@@ -436,9 +433,7 @@ private:
                     return;
                 }
                 latch().on_success(now_ms());
-                if (pending_->released.size() != before && !flush_ev_.timer_set) {
-                    ngx_add_timer(&flush_ev_, settings_->flush_ms > 0 ? settings_->flush_ms : kDeferredCountMs);
-                }
+                if (pending_->released.size() != before) flush_later();
             },
             false);
     }
@@ -530,10 +525,21 @@ private:
     // later; while the latch is open (fail_open: deferral is only planned
     // with it) they are counted in shared memory.
     void count_deferred(const AdmissionPlan& plan) {
-        if (plan.deferred.empty()) return;
-        const std::vector<ScopeDelta> d = admitted_request_deltas(plan);
+        if (!plan.deferred.empty()) count_behind(admitted_request_deltas(plan));
+    }
+
+    // Request counts the store did not write at admission: into the pending
+    // batch, written with the next accounting or by flush_later's timer
+    // (in shared memory while the latch is open).
+    void count_behind(const std::vector<ScopeDelta>& d) {
         if (latch().open()) return fallback_->settle(d, HeldReservation(), ngx_time(), WriteDone());
         pending_->merged.add(d, ngx_time());
+        flush_later();
+    }
+
+    // The pending batch is written at the latest kDeferredCountMs from now
+    // (flush= when set), unless something writes it sooner.
+    void flush_later() {
         if (!flush_ev_.timer_set) {
             ngx_add_timer(&flush_ev_, settings_->flush_ms > 0 ? settings_->flush_ms : kDeferredCountMs);
         }
