@@ -40,11 +40,7 @@ sub conf {
               . "llm_gateway_store redis://127.0.0.1:%%RPORT%%;\n");
 }
 
-sub answer {
-    return { json => { id => 'chatcmpl-l', object => 'chat.completion', created => 1, model => 'gpt-4o-mini',
-                       choices => [{ index => 0, message => { role => 'assistant', content => 'ok' }, finish_reason => 'stop' }],
-                       usage => { prompt_tokens => $IN, completion_tokens => $OUT, total_tokens => $IN + $OUT } } };
-}
+sub answer { return GwMeter::chat_answer($IN, $OUT) }
 
 sub chat {
     my ($ng, %o) = @_;

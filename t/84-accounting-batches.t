@@ -44,14 +44,7 @@ sub gateway {
                             vars => { MOCK => $mock->port, RPORT => $o{rport} // $rd->port });
 }
 
-sub answer {
-    my (%o) = @_;
-    return { %o, json => { id => 'chatcmpl-b', object => 'chat.completion', created => 1, model => 'gpt-4o-mini',
-                           choices => [{ index => 0, message => { role => 'assistant', content => 'ok' },
-                                         finish_reason => 'stop' }],
-                           usage => { prompt_tokens => $IN, completion_tokens => $OUT,
-                                      total_tokens => $IN + $OUT } } };
-}
+sub answer { my (%o) = @_; return GwMeter::chat_answer($IN, $OUT, %o) }
 
 # Every answer of the mock bills $IN + $OUT from now on.
 sub prime { my (%o) = @_; $mock->reset; $mock->script(answer(times => 1000, %o)); }
@@ -296,7 +289,12 @@ subtest 'a settle after the latch\'s 5 s leaves the probe to the batch\'s call' 
     $r2->restart;
     waitpid($pid, 0);
     is($? >> 8, 0, 'it was answered 200 after the latch\'s 5 s');
-    Time::HiRes::sleep(1.5);   # its batch's flush interval: the batch's call takes the probe
+    # Its batch is written after the flush interval (1 s) by a call that takes
+    # the probe: wait until that call's counts are in the store (a fixed
+    # wait ran out on a loaded machine), then let its reply close the latch.
+    ok(Gw::wait_until(sub { $r2->get_num(key_of('user', 'bat', 'tokout')) > 0 }, timeout => 6, interval => 0.05),
+       'the held request\'s batch reached the store');
+    Time::HiRes::sleep(0.2);
     my $before = $r2->get_num(key_of('user', 'bat', 'req'));
     is(GwMeter::chat($ng, 'sk-bat-84')->{status}, 200, 'the next request: 200');
     ok(Gw::wait_until(sub { $r2->get_num(key_of('user', 'bat', 'req')) > $before }, timeout => 3, interval => 0.05),

@@ -34,14 +34,7 @@ my $mock = Gw::Mock->start();
 my $rd = GwRedis->start();
 my $KEY = 'sk-lease-85';
 
-sub answer {
-    my (%o) = @_;
-    return { %o, json => { id => 'chatcmpl-l', object => 'chat.completion', created => 1, model => 'gpt-4o-mini',
-                           choices => [{ index => 0, message => { role => 'assistant', content => 'ok' },
-                                         finish_reason => 'stop' }],
-                           usage => { prompt_tokens => $IN, completion_tokens => $OUT,
-                                      total_tokens => $IN + $OUT } } };
-}
+sub answer { my (%o) = @_; return GwMeter::chat_answer($IN, $OUT, %o) }
 sub prime { my (%o) = @_; $mock->reset; $mock->script(answer(times => 1000, %o)); }
 
 sub gateway {

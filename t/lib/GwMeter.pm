@@ -130,4 +130,15 @@ sub log_pids {
     return wantarray ? @pids : scalar @pids;
 }
 
+# A mock script entry: a whole chat completion ("ok") that bills $in prompt
+# and $out completion tokens; %o (times, delay_ms, ...) goes with it.
+sub chat_answer {
+    my ($in, $out, %o) = @_;
+    return { %o, json => { id => 'chatcmpl-m', object => 'chat.completion', created => 1, model => 'gpt-4o-mini',
+                           choices => [{ index => 0, message => { role => 'assistant', content => 'ok' },
+                                         finish_reason => 'stop' }],
+                           usage => { prompt_tokens => $in, completion_tokens => $out,
+                                      total_tokens => $in + $out } } };
+}
+
 1;

@@ -28,8 +28,10 @@
 #include "core/metering/reservation.h"
 #include "core/store/resp.h"
 #include "core/metering/windows.h"
+#include "resp_values.h"
 
 using namespace llmgw;
+using namespace llmgw::test;
 using T = RespValue::Type;
 
 namespace {
@@ -38,26 +40,6 @@ constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
 constexpr std::int64_t kMin = std::numeric_limits<std::int64_t>::min();
 constexpr std::time_t kNow = 1795268730;  // 2026-11-21T13:45:30Z
 
-RespValue integer(long long v) {
-    RespValue r;
-    r.type = T::Integer;
-    r.integer = v;
-    return r;
-}
-
-RespValue array(std::vector<RespValue> e) {
-    RespValue r;
-    r.type = T::Array;
-    r.elements = std::move(e);
-    return r;
-}
-
-RespValue text(T type, const std::string& s) {
-    RespValue r;
-    r.type = type;
-    r.str = s;
-    return r;
-}
 
 // A plan with three checks over a few keys and the increments of both paths.
 AdmissionPlan sample_plan() {

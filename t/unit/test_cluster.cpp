@@ -4,30 +4,14 @@
 #include <gtest/gtest.h>
 
 #include "core/store/cluster.h"
+#include "resp_values.h"
 
 using namespace llmgw;
+using namespace llmgw::test;
 using T = RespValue::Type;
 
 namespace {
 
-RespValue integer(long long v) {
-    RespValue r;
-    r.type = T::Integer;
-    r.integer = v;
-    return r;
-}
-RespValue text(T t, std::string s) {
-    RespValue r;
-    r.type = t;
-    r.str = std::move(s);
-    return r;
-}
-RespValue array(std::vector<RespValue> e) {
-    RespValue r;
-    r.type = T::Array;
-    r.elements = std::move(e);
-    return r;
-}
 RespValue node(const std::string& host, long long port) {
     return array({text(T::String, host), integer(port), text(T::String, "abc")});
 }

@@ -481,6 +481,15 @@ bool request(LeaseBook& book, RequestStore& s, const AdmissionPlan& p, std::int6
     return ok;
 }
 
+// Two requests one after another at t and t + 10 ms: the first asks the
+// store, the second a grant beside its own admission; the worker then
+// holds a lease of 128 requests (kLeaseGrantRequests). t ends at the second.
+void hold_a_lease(LeaseBook& book, RequestStore& s, const AdmissionPlan& p, std::int64_t& t) {
+    ASSERT_TRUE(request(book, s, p, t));
+    ASSERT_TRUE(request(book, s, p, t += 10));
+    ASSERT_EQ(s.held(), 128);
+}
+
 std::vector<Release> idle_at(LeaseBook& book, RequestStore& s, std::int64_t now) {
     std::vector<Release> rel;
     std::vector<std::shared_ptr<Lease>> keep;
@@ -571,9 +580,7 @@ TEST(RequestLease, ALeaseOfAnEarlierSlotGoesBackAtTheNextRequest) {
     LeaseBook book;
     RequestStore s;
     std::int64_t t = 7000000;
-    ASSERT_TRUE(request(book, s, p, t));
-    ASSERT_TRUE(request(book, s, p, t += 10));
-    ASSERT_EQ(s.held(), 128);
+    hold_a_lease(book, s, p, t);
     const AdmissionPlan next = request_plan(100000, kNow + reserve_slot_seconds(kCheckLeaseTtl));
     ASSERT_NE(next.reserve[0].slot, p.reserve[0].slot);
     bool local = true;
@@ -607,7 +614,7 @@ TEST(RequestLease, TwoWorkersNeverAdmitPastTheLimit) {
         EXPECT_GT(local, limit > 6000 ? 5000 : 100) << limit;
         // What is left is admitted to the last request, and no more.
         while (request(books[0], s, p, t += 200)) ++admitted;
-        EXPECT_EQ(admitted, std::min<std::int64_t>(limit, admitted)) << limit;
+        EXPECT_LE(admitted, limit) << limit;
         if (limit <= 6000) {
             EXPECT_EQ(admitted, limit) << limit;
         }
@@ -621,8 +628,7 @@ TEST(RequestLease, ALeaseGrantedUnderOtherLimitsGoesBack) {
     LeaseBook book;
     RequestStore s;
     std::int64_t t = 7000000;
-    ASSERT_TRUE(request(book, s, p, t));
-    ASSERT_TRUE(request(book, s, p, t += 10));
+    hold_a_lease(book, s, p, t);
     bool local = false;
     ASSERT_TRUE(request(book, s, p, t += 10, &local));
     ASSERT_TRUE(local);
@@ -630,7 +636,7 @@ TEST(RequestLease, ALeaseGrantedUnderOtherLimitsGoesBack) {
     const AdmissionPlan lower = request_plan(4);   // the same scope and slot, a limit of 4
     ASSERT_EQ(lower.reserve[0].record, p.reserve[0].record);
     ASSERT_EQ(lower.reserve[0].slot, p.reserve[0].slot);
-    EXPECT_NE(lease_limits(lower, 0), lease_limits(p, 0));
+    EXPECT_NE(lower.reserve[0].limits, p.reserve[0].limits);
     EXPECT_TRUE(request(book, s, lower, t += 10, &local));    // the old lease back first: 3 + 1 <= 4
     EXPECT_FALSE(local);
     EXPECT_EQ(s.held(), 0);
