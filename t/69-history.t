@@ -46,6 +46,16 @@ sub day_back {
     return sprintf '%04d%02d%02d', $g[5] + 1900, $g[4] + 1, $g[3];
 }
 
+# On Redis a request's counts reach the store with its worker's batch, just
+# after its answer; a read served by the other worker may come first. Waits
+# (bounded) until the total scope's requests today reach $n.
+sub settled {
+    my ($rd, $n) = @_;
+    return 1 unless $rd;
+    return ok(Gw::wait_until(sub { $rd->get_num(GwRedis::key('total', 'all', 'req', 'day', time)) == $n }, timeout => 5),
+              "the $n requests' counts are in Redis");
+}
+
 my $mock = Gw::Mock->start();
 
 for my $store_kind (qw(shm redis)) {
@@ -58,6 +68,7 @@ for my $store_kind (qw(shm redis)) {
             is(Gw::http(POST => $ng->url('/v1/chat/completions'), headers => GwConf::bearer($KEY),
                         body => GwConf::chat_body('gpt-4o-mini'))->{status}, 200, 'chat');
         }
+        settled($rd, 3);
         my $r = history($ng, 'scope=user:alice&metric=req&window=day&span=3');
         is($r->{status}, 200, 'status 200');
         is($r->{headers}{'cache-control'}, 'no-store', 'no-store');
@@ -81,6 +92,7 @@ for my $store_kind (qw(shm redis)) {
     subtest "$store_kind: models ranked over the catalog" => sub {
         is(Gw::http(POST => $ng->url('/v1/chat/completions'), headers => GwConf::bearer($KEY),
                     body => GwConf::chat_body('oai/free-m'))->{status}, 200, 'a request to the free model');
+        settled($rd, 4);
         my $get = sub { Gw::http(GET => $ng->url("/admin/api/usage/models?$_[0]"), headers => GwConf::bearer($ADMIN)) };
         my $r = $get->('metric=req');
         is($r->{status}, 200, 'status 200');
@@ -132,6 +144,8 @@ for my $store_kind (qw(shm redis)) {
     subtest "$store_kind: a tool server's requests counted in this store" => sub {
         is(Gw::http(GET => $ng->url('/mcp/relay/models'), headers => GwConf::bearer($KEY))->{status}, 200,
            'a proxied request');
+        ok(Gw::wait_until(sub { $rd->get_num(GwRedis::key('mcp', 'relay', 'req', 'day', time)) == 1 }, timeout => 5),
+           'its count is in Redis') if $rd;
         my $t = Gw::http(GET => $ng->url('/admin/api/targets'), headers => GwConf::bearer($ADMIN));
         my ($relay) = grep { $_->{name} eq 'relay' } @{ $t->{json}{targets} // [] };
         is_deeply($relay->{requests}, { min => 1, hour => 1, day => 1, month => 1 }, 'the targets view counts it');
