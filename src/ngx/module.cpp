@@ -2,6 +2,7 @@
 // create/merge and postconfiguration. Handlers live in their own files.
 #include "core/log/log_escape.h"
 #include "core/metering/reservation.h"
+#include "core/metering/keys.h"
 #include "ngx/call/call.h"
 #include "ngx/call/health.h"
 #include "ngx/call/relay.h"
@@ -152,6 +153,7 @@ void destroy_state(void* data) {
 }
 
 void* create_main_conf(ngx_conf_t* cf) {
+    set_key_layout(KeyLayout::Plain);   // llm_gateway_store cluster=on sets the cluster's
     auto* mcf = static_cast<MainConf*>(ngx_pcalloc(cf->pool, sizeof(MainConf)));
     if (mcf == nullptr) return nullptr;
     ngx_pool_cleanup_t* cln = ngx_pool_cleanup_add(cf->pool, sizeof(GatewayState));

@@ -3,7 +3,9 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/metering/keys.h"
 #include "ngx/main_conf.h"
+#include "ngx/store/settings.h"
 
 namespace llmgw {
 namespace {
@@ -40,6 +42,8 @@ ngx_int_t start_worker(ngx_cycle_t* cycle) {
     if (mcf == nullptr || mcf->state == nullptr) return NGX_OK;   // no http block with the module
     ngx_pool_cleanup_t* cln = ngx_pool_cleanup_add(cycle->pool, sizeof(Worker));
     if (cln == nullptr) return NGX_ERROR;
+    const StoreSettings* st = mcf->state->store.get();
+    set_key_layout(st != nullptr && st->cluster ? KeyLayout::Cluster : KeyLayout::Plain);
     auto* w = new (cln->data) Worker(mcf);
     cln->handler = drop;
     g_worker = w;

@@ -371,9 +371,13 @@ TEST(Resp, TopologyShapeAllowsBoundedNesting) {
     ASSERT_EQ(p.replies.size(), 1u);
     ASSERT_EQ(p.replies[0].elements.size(), 2u);
     EXPECT_EQ(p.replies[0].elements[1].elements[3].elements[1].integer, 7004);
-    // deeper than 3: refused
+    // Redis 7 adds a fourth level: each node's array of other endpoints
+    RespReader seven(kRespDefaultMaxBuffer, kRespTopologyShape);
+    p = parse_all("*1\r\n*3\r\n:0\r\n:16383\r\n*4\r\n$9\r\n127.0.0.1\r\n:7000\r\n$2\r\nid\r\n*0\r\n", &seven);
+    EXPECT_FALSE(p.error) << p.err;
+    // deeper than 4: refused
     RespReader deep(kRespDefaultMaxBuffer, kRespTopologyShape);
-    EXPECT_EQ(parse_all("*1\r\n*1\r\n*1\r\n*1\r\n:1\r\n", &deep).err, "nested array in store reply");
+    EXPECT_EQ(parse_all("*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n:1\r\n", &deep).err, "nested array in store reply");
     // too many elements in one reply, though each array is short
     RespShape small{3, 10, 12};
     RespReader bounded(kRespDefaultMaxBuffer, small);

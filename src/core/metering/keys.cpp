@@ -7,18 +7,44 @@ namespace llmgw {
 
 namespace {
 
+KeyLayout g_layout = KeyLayout::Plain;
+
+constexpr std::string_view kStatsTag = "{stats}:";
+
+// The statistics scopes callers name: their ids are bounded by the one set
+// kStatsIdsKey, which the accounting script reads with their counters.
+bool stats_tagged(std::string_view kind) {
+    return kind == "model" || kind == "provmodel" || kind == "usermodel" || kind == "lat";
+}
+
+// What the cluster layout adds to a key of kind: "{stats}:" or the two
+// braces around "kind:id".
+std::size_t tag_extra(std::string_view kind) {
+    if (g_layout == KeyLayout::Plain) return 0;
+    return stats_tagged(kind) ? kStatsTag.size() : 2;
+}
+
 void append_scope(std::string& out, std::string_view kind, std::string_view id) {
-    out.append("llmgw:").append(kind).append(":").append(id).append(":");
+    out.append("llmgw:");
+    const bool tagged = g_layout == KeyLayout::Cluster;
+    if (tagged && stats_tagged(kind)) {
+        out.append(kStatsTag);
+    } else if (tagged) {
+        out.append(1, '{').append(kind).append(":").append(id).append("}:");
+        return;
+    }
+    out.append(kind).append(":").append(id).append(":");
 }
 
 constexpr std::string_view kReservedRecord = "rsv";   // a scope's reserved counters as one record
 
-// "llmgw:" and the parts joined by ':': its size, its bytes at p, or written
-// into out at its exact size (out may be a reused buffer): an accounting
-// names dozens of these keys.
+// "llmgw:" and the parts (kind, id, then the key's own) joined by ':': its
+// size, its bytes at p, or written into out at its exact size (out may be a
+// reused buffer): an accounting names dozens of these keys. The cluster
+// layout tags the scope: "llmgw:{kind:id}:..." or "llmgw:{stats}:kind:id:...".
 template <std::size_t N>
 std::size_t key_size(const std::string_view (&parts)[N]) {
-    std::size_t n = 6 + (N - 1);   // "llmgw:" and the ':' between the parts
+    std::size_t n = 6 + (N - 1) + tag_extra(parts[0]);   // "llmgw:" and the ':' between the parts
     for (const std::string_view part : parts) n += part.size();
     return n;
 }
@@ -28,9 +54,18 @@ template <std::size_t N>
 char* put_key(char* p, const std::string_view (&parts)[N]) {
     std::memcpy(p, "llmgw:", 6);
     p += 6;
+    const bool tagged = g_layout == KeyLayout::Cluster;
+    const bool stats = tagged && stats_tagged(parts[0]);
+    if (stats) {
+        std::memcpy(p, kStatsTag.data(), kStatsTag.size());
+        p += kStatsTag.size();
+    } else if (tagged) {
+        *p++ = '{';
+    }
     for (std::size_t i = 0; i < N; ++i) {
         if (!parts[i].empty()) std::memcpy(p, parts[i].data(), parts[i].size());
         p += parts[i].size();
+        if (i == 1 && tagged && !stats) *p++ = '}';
         if (i + 1 < N) *p++ = ':';
     }
     return p;
@@ -205,10 +240,27 @@ std::string_view reserved_record_scope(std::string_view record) {
     return record.substr(0, record.size() - kReservedRecord.size());
 }
 
-std::string op_key(std::string_view unique) {
-    std::string key = "llmgw:op:";
-    key.append(unique);
+std::string op_key(std::string_view unique, std::string_view near) {
+    std::string key = "llmgw:";
+    const std::string_view tag = hash_tag(near);
+    if (!tag.empty()) key.append(1, '{').append(tag).append("}:");
+    key.append("op:").append(unique);
     return key;
+}
+
+std::string_view hash_tag(std::string_view key) {
+    const std::size_t open = key.find('{');
+    if (open == std::string_view::npos) return {};
+    const std::size_t close = key.find('}', open + 1);
+    if (close == std::string_view::npos || close == open + 1) return {};
+    return key.substr(open + 1, close - open - 1);
+}
+
+void set_key_layout(KeyLayout layout) { g_layout = layout; }
+KeyLayout key_layout() { return g_layout; }
+
+std::string_view stats_ids_key() {
+    return g_layout == KeyLayout::Cluster ? std::string_view("llmgw:{stats}:ids") : std::string_view(kStatsIdsKey);
 }
 
 }  // namespace llmgw

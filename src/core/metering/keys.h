@@ -13,6 +13,15 @@
 //   scope      llmgw:<kind>:<id>:                     (prefix of all of the above)
 //   op         llmgw:op:<worker-unique id>            (a store call's guard, docs/store.md)
 //   stats ids  llmgw:stats:ids                        (the bounded set of statistics ids, Redis)
+//
+// A Redis Cluster (KeyLayout::Cluster, docs/store.md#redis-cluster) runs a
+// script on the keys of one slot only, so there every scope is a hash tag:
+//   llmgw:{<kind>:<id>}:<metric>:<window>:<bucket>   (and :seen, :rsv, ...)
+//   llmgw:{stats}:<kind>:<id>:...      the statistics scopes callers name
+//                                      (model, provmodel, usermodel, lat),
+//                                      bounded together by
+//   llmgw:{stats}:ids
+//   llmgw:{<tag>}:op:<id>              an op beside the keys of its call
 #pragma once
 #include <cstdint>
 #include <ctime>
@@ -25,6 +34,19 @@
 namespace llmgw {
 
 constexpr const char* kStatsIdsKey = "llmgw:stats:ids";
+
+// The layout every function here writes (and the shared-memory entries
+// too, which never leave the process). Set once per process from the
+// configuration, before any key is made (a worker's start); Plain unless
+// the store is a Redis Cluster.
+enum class KeyLayout { Plain, Cluster };
+void set_key_layout(KeyLayout layout);
+KeyLayout key_layout();
+// The set of statistics ids in the current layout.
+std::string_view stats_ids_key();
+// The hash tag of key: the bytes between its first '{' and the first '}'
+// after it, when not empty ("" otherwise: the whole key is hashed).
+std::string_view hash_tag(std::string_view key);
 // The failure feed's shared list (spec "Events"): LPUSH + LTRIM, no TTL.
 constexpr const char* kEventsKey = "llmgw:events";
 
@@ -93,8 +115,10 @@ void assign_entry_window(std::string& out, std::size_t scope_len, Window w, std:
 // contain ':'). False (out untouched) when key has fewer parts.
 bool split_counter_key(std::string_view key, std::string& entry, std::string_view& metric);
 
-// The guard key of one store call: "llmgw:op:" + unique.
-std::string op_key(std::string_view unique);
+// The guard key of one store call: "llmgw:op:" + unique, or with near's
+// hash tag "llmgw:{<tag>}:op:" + unique (in the slot of near: the keys of
+// the call it guards).
+std::string op_key(std::string_view unique, std::string_view near = {});
 
 // The keys the admin usage view reads for one scope, in this order.
 enum UsageSlot {

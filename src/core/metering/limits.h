@@ -146,6 +146,9 @@ struct AdmissionPlan {
     // store: each key's entry and slot, found once per plan rather than
     // once per request). Not part of what the plan says; null until then.
     mutable std::shared_ptr<const void> store_view;
+    // The same for a Redis Cluster: the plan split by slot
+    // (core/store/cluster_admission.h SplitPlan), made once per plan.
+    mutable std::shared_ptr<const void> slot_view;
 };
 
 // scopes: the request's user, group and total scopes (more may follow).

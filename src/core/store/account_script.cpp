@@ -8,6 +8,13 @@ namespace llmgw {
 
 namespace {
 
+// KEYS[1]: the set of statistics ids; in the cluster layout, a call with no
+// statistics group (another slot's) names its op key there instead, since
+// every key a cluster script names must be in the call's slot.
+std::string_view ids_key(bool groups, std::string_view op_key) {
+    return key_layout() == KeyLayout::Plain || groups ? stats_ids_key() : op_key;
+}
+
 // The accounting batch with its op guard as one script call: this head,
 // kBumpLua, then the body below (the layout in account_script.h). An
 // increment that would pass INT64_MAX (INCRBY refuses it: "increment or
@@ -87,7 +94,7 @@ bool append_account_command(std::string& out, const std::vector<Incr>& plain, co
         RespWriter w(out);
         write_script_head(w, nargs, by_sha, account_script_sha1(), account_script_source(),
                           nkeys);
-        w.arg(std::string_view(kStatsIdsKey));
+        w.arg(ids_key(!groups.empty(), op_key));
         w.arg(op_key);
         for (const Incr& in : plain) w.arg(in.key);
         for (const BoundedIncrs& g : groups) {
@@ -187,7 +194,7 @@ bool append_account_deltas(std::string& out, const std::vector<StampedDeltas>& b
         RespWriter w(out);
         std::string key;
         write_script_head(w, nargs, by_sha, account_script_sha1(), account_script_source(), nkeys);
-        w.arg(std::string_view(kStatsIdsKey));
+        w.arg(ids_key(ngroups > 0, op_key));
         w.arg(op_key);
         for (const StampedDeltas& s : batch) {
             for (const ScopeDelta& d : *s.deltas) {

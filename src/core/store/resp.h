@@ -30,14 +30,15 @@ constexpr std::size_t kRespDefaultMaxBuffer = 8u << 20;
 // The shape of the replies a reader accepts: arrays nested at most
 // max_depth deep (1: none inside another), each of at most max_array
 // elements, at most max_elements in one reply. The default is what every
-// counter command answers; a cluster's topology (CLUSTER SLOTS, a few levels
-// and up to one range per slot) needs kRespTopologyShape.
+// counter command answers; a cluster's topology (CLUSTER SLOTS: ranges,
+// their nodes, and since Redis 7 each node's other endpoints, four levels,
+// up to one range per slot) needs kRespTopologyShape.
 struct RespShape {
     int max_depth = 1;
     std::size_t max_array = kRespMaxArray;
     std::size_t max_elements = kRespMaxArray;
 };
-constexpr RespShape kRespTopologyShape{3, 16384, 400000};
+constexpr RespShape kRespTopologyShape{4, 16384, 400000};
 
 // Incremental reader: feed() bytes as they arrive, then call next() until it
 // says NeedMore. Replies come out in order.

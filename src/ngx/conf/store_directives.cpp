@@ -1,6 +1,7 @@
 // llm_gateway_store, llm_gateway_replica, llm_gateway_instance: where the
 // counters live when several replicas share them, and who this replica is.
 #include "core/config/secret.h"
+#include "core/metering/keys.h"
 #include "ngx/conf/conf_util.h"
 #include "ngx/conf/directives.h"
 #include "ngx/http/respond.h"
@@ -52,11 +53,44 @@ char* setup_tls(ngx_conf_t* cf, StoreSettings& st) {
 }
 #endif
 
+// seeds=host:port,...: a cluster's other first addresses, resolved now.
+char* resolve_seeds(ngx_conf_t* cf, StoreSettings& st, const std::string& list) {
+    std::size_t from = 0;
+    while (from < list.size()) {
+        std::size_t comma = list.find(',', from);
+        if (comma == std::string::npos) comma = list.size();
+        const std::string item = list.substr(from, comma - from);
+        from = comma + 1;
+        StoreUrl u;
+        std::string err;
+        if (item.empty() || !parse_store_url("redis://" + item, u, err) || item.find('/') != std::string::npos ||
+            item.find('@') != std::string::npos) {
+            return conf_error(cf, "llm_gateway_store: invalid seed \"" + item + "\" (want host:port)");
+        }
+        if (st.seeds.size() >= 16) return conf_error(cf, "llm_gateway_store: more than 16 seeds");
+        StoreSettings::Seed seed;
+        seed.host = u.host;
+        seed.port = u.port;
+        seed.addr_text = (u.host.find(':') != std::string::npos ? "[" + u.host + "]" : u.host) + ":" +
+                         std::to_string(u.port);
+        ngx_url_t url{};
+        url.url = cfstr(cf, seed.addr_text);
+        url.default_port = static_cast<in_port_t>(u.port);
+        if (ngx_parse_url(cf->pool, &url) != NGX_OK || url.naddrs == 0) {
+            return conf_error(cf, "llm_gateway_store: cannot resolve the seed \"" + seed.addr_text + "\"" +
+                                      (url.err ? std::string(": ") + url.err : std::string()));
+        }
+        seed.addr = url.addrs[0];
+        st.seeds.push_back(std::move(seed));
+    }
+    return NGX_CONF_OK;
+}
+
 char* store(ngx_conf_t* cf, MainConf* mcf) {
     GatewayState& gs = *mcf->state;
     if (gs.store) return const_cast<char*>("is duplicate");
     auto st = std::make_unique<StoreSettings>();
-    std::string err;
+    std::string err, seeds;
     if (!parse_store_url(arg(cf, 1), st->redis.url, err)) return conf_error(cf, "llm_gateway_store: " + err);
     st->redis.password = st->redis.url.password;
     for (ngx_uint_t i = 2; i < cf->args->nelts; ++i) {
@@ -73,6 +107,12 @@ char* store(ngx_conf_t* cf, MainConf* mcf) {
                 return conf_error(cf, "llm_gateway_store: invalid timeout \"" + std::string(a.substr(8)) + "\"");
             }
             st->redis.timeout = ms;
+        } else if (a == "cluster=on" || a == "cluster=off") {
+            st->cluster = a == "cluster=on";
+        } else if (a.rfind("seeds=", 0) == 0) {
+            if (!seeds.empty()) return conf_error(cf, "llm_gateway_store: seeds= is given twice");
+            seeds = std::string(a.substr(6));
+            if (seeds.empty()) return conf_error(cf, "llm_gateway_store: seeds= names no address");
         } else if (a.rfind("flush=", 0) == 0) {
             ngx_msec_t ms = 0;
             if (!conf_time(a.substr(6), ms) || ms > 1000) {
@@ -86,6 +126,10 @@ char* store(ngx_conf_t* cf, MainConf* mcf) {
         }
     }
     const StoreUrl& u = st->redis.url;
+    if (!seeds.empty() && !st->cluster) return conf_error(cf, "llm_gateway_store: seeds= needs cluster=on");
+    if (st->cluster && u.db != 0) {
+        return conf_error(cf, "llm_gateway_store: a Redis Cluster has only database 0, not " + std::to_string(u.db));
+    }
     // The password in effect, from the URL or password=, shows as [redacted].
     StoreUrl shown = u;
     shown.password = st->redis.password;
@@ -112,6 +156,11 @@ char* store(ngx_conf_t* cf, MainConf* mcf) {
 #else
         return conf_error(cf, "llm_gateway_store: rediss:// needs nginx built with SSL");
 #endif
+    }
+    if (st->cluster) {
+        char* rv = resolve_seeds(cf, *st, seeds);
+        if (rv != NGX_CONF_OK) return rv;
+        set_key_layout(KeyLayout::Cluster);   // the workers set it again from their configuration
     }
     gs.store = std::move(st);
     return NGX_CONF_OK;

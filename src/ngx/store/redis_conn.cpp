@@ -105,7 +105,7 @@ void RedisConn::arm_timer() {
 
 void RedisConn::connect() {
     connecting_ = true;
-    reader_ = std::make_unique<RespReader>();
+    reader_ = std::make_unique<RespReader>(kRespDefaultMaxBuffer, s_.shape);
     // AUTH and SELECT go first on the pipeline; user commands queued while
     // connecting follow them.
     std::vector<std::vector<std::string>> hello;

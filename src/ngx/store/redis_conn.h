@@ -28,6 +28,7 @@ struct RedisSettings {
 #endif
     ngx_str_t tls_name{};          // SNI and certificate host check
     ngx_msec_t timeout = 2000;     // dial and call time-out
+    RespShape shape;               // the replies accepted (a cluster node's: kRespTopologyShape)
 };
 
 class RedisConn {

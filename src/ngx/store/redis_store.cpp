@@ -4,12 +4,15 @@
 // call (docs/store.md#accounting-batches); last-seen writes go in the
 // background, at most 64 in flight. While the latch is open the store is not contacted: fail-open
 // counts in shared memory, fail-closed refuses admission and drops samples.
+#include <algorithm>
 #include <deque>
 #include <memory>
 
 #include "core/store/account_script.h"
 #include "core/store/admit_script.h"
 #include "core/store/cancel_script.h"
+#include "core/store/cluster_admission.h"
+#include "core/store/cluster_batch.h"
 #include "core/store/read_batch.h"
 #include "core/events/event.h"
 #include "core/store/latch.h"
@@ -17,7 +20,7 @@
 #include "core/metering/delta_merge.h"
 #include "core/metering/keys.h"
 #include "core/metering/lease.h"
-#include "ngx/store/redis_conn.h"
+#include "ngx/store/redis_router.h"
 #include "ngx/store/settings.h"
 #include "ngx/store/store.h"
 
@@ -98,9 +101,9 @@ std::string accounting_reply_error(const std::string& err, const std::vector<Res
 class RedisStore : public CounterStore {
 public:
     RedisStore(const StoreSettings* settings, CounterStore* fallback, StoreHealth& health, bool fail_next_reply)
-        : settings_(settings), fallback_(fallback), health_(health), conn_(settings->redis, ngx_cycle->log) {
-        if (fail_next_reply) conn_.fail_next_reply();
-        conn_.preload_scripts({&admit_script_source(), &account_script_source()});
+        : settings_(settings), fallback_(fallback), health_(health), route_(*settings, ngx_cycle->log) {
+        if (fail_next_reply) route_.fail_next_reply();
+        route_.preload_scripts({&admit_script_source(), &account_script_source()});
         // Not cancelable: a worker that is shutting down gives its idle
         // leases back before it exits (at most kLeaseIdleMs later).
         idle_ev_.handler = on_idle_timer;
@@ -157,16 +160,19 @@ public:
             if (pending_->released.size() != before) flush();
         }
         send_cancels();
+        if (route_.cluster()) return admit_parts(plan, amounts, ticket, std::move(done));
         auto op = std::make_shared<std::string>(next_op());
         script_call(
-            kNoMemoryAdmit,
+            RedisRouter::kAnySlot, kNoMemoryAdmit,
             [&](std::string& wire) { return append_admit_command(wire, *plan, amounts, true, *op, kOpTtl, ticket.get()); },
             [plan, amounts, op, ticket] { return admit_command_op(*plan, amounts, *op, kOpTtl, false, ticket.get()); },
             [this, plan, amounts, op, ticket, done = std::move(done)](const std::string& err,
                                                                       const std::vector<RespValue>& replies,
                                                                       bool sent) mutable {
                 if (err.empty()) return finish_admit(replies[0], plan, amounts, ticket, std::move(done));
-                if (sent) queue_cancel(cancel_admit_command(*plan, amounts, *op, kOpTtl, ticket.get()));
+                if (sent) {
+                    queue_cancel(RedisRouter::kAnySlot, cancel_admit_command(*plan, amounts, *op, kOpTtl, ticket.get()));
+                }
                 failed_admit(err, plan, amounts, ticket, std::move(done));
             },
             false);
@@ -209,12 +215,13 @@ public:
             return;
         }
         send_cancels();
+        if (route_.cluster()) return read_parts(keys, std::move(done));
         auto batch = std::make_shared<ReadBatch>(read_batch(keys, kReadChunk));
         if (batch->commands.empty()) {
             done(StoreReply{}, {});
             return;
         }
-        conn_.exec(batch->commands, [this, batch, done = std::move(done)](const std::string& err,
+        route_.exec(RedisRouter::kAnySlot, batch->commands, [this, batch, done = std::move(done)](const std::string& err,
                                                                           std::vector<RespValue>& replies) {
             std::vector<std::int64_t> values;
             std::string e = err;
@@ -242,7 +249,7 @@ public:
         }
         send_cancels();
         telemetry_in_flight_++;
-        conn_.exec({{"SET", key, std::to_string(value), "EX", std::to_string(ttl)}},
+        route_.exec(route_.slot_of(key), {{"SET", key, std::to_string(value), "EX", std::to_string(ttl)}},
                    [this](const std::string& err, std::vector<RespValue>& replies) {
                        telemetry_in_flight_--;
                        if (!err.empty()) {
@@ -260,7 +267,8 @@ public:
     void push_event(const std::string& json) override {
         if (latch().open() || events_in_flight_ >= kMaxTelemetryInFlight) return;   // kept in the ring only
         ++events_in_flight_;
-        conn_.exec({{"LPUSH", kEventsKey, json}, {"LTRIM", kEventsKey, "0", std::to_string(kEventCapacity - 1)}},
+        route_.exec(route_.slot_of(kEventsKey),
+                    {{"LPUSH", kEventsKey, json}, {"LTRIM", kEventsKey, "0", std::to_string(kEventCapacity - 1)}},
                    [this](const std::string& err, std::vector<RespValue>& replies) {
                        --events_in_flight_;
                        std::string e = err;
@@ -283,7 +291,7 @@ public:
             return;
         }
         send_cancels();
-        conn_.exec({{"LRANGE", kEventsKey, "0", std::to_string(limit == 0 ? 0 : limit - 1)}},
+        route_.exec(route_.slot_of(kEventsKey), {{"LRANGE", kEventsKey, "0", std::to_string(limit == 0 ? 0 : limit - 1)}},
                    [this, done = std::move(done)](const std::string& err, std::vector<RespValue>& replies) {
                        std::string e = err;
                        if (e.empty() && (replies.size() != 1 || replies[0].type != RespValue::Type::Array)) {
@@ -306,17 +314,24 @@ public:
     }
 
 private:
+    using PlanPtr = std::shared_ptr<const AdmissionPlan>;
+    using Ticket = std::shared_ptr<LeaseTicket>;
+    using Cancel = std::pair<int, std::string>;
+
     StoreLatch& latch() { return health_.latch; }
 
-    std::string next_op() {
+    // near: a key of the call (on a cluster, the op key goes in its slot).
+    std::string next_op(std::string_view near = {}) {
         // unique across workers and replicas: pid, start time, a random
         // number of this worker, a sequence number
         return op_key(std::to_string(ngx_pid) + ":" + std::to_string(start_ms_) + ":" + std::to_string(nonce_) + ":" +
-                      std::to_string(++op_seq_));
+                          std::to_string(++op_seq_),
+                      near);
     }
 
-    // Runs inside connection callbacks: never throws.
-    void queue_cancel(std::string cmd) noexcept {
+    // Runs inside connection callbacks: never throws. slot: the call's (a
+    // cluster's; kAnySlot on one server).
+    void queue_cancel(int slot, std::string cmd) noexcept {
         if (cmd.empty()) return;
         try {
             if (cancels_.size() >= kMaxPendingCancels) {
@@ -325,7 +340,7 @@ private:
                               "llm_gateway: more than %uz store calls to cancel; the oldest may stay counted in the store",
                               kMaxPendingCancels);
             }
-            cancels_.push_back(std::move(cmd));
+            cancels_.emplace_back(slot, std::move(cmd));
         } catch (...) {
             ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0, "llm_gateway: out of memory keeping a store cancel");
         }
@@ -333,34 +348,49 @@ private:
 
     // The cancels of failed calls go first whenever the store is contacted
     // (one pipelined batch at a time); those that fail wait for the next.
+    // (On a cluster, one batch per slot.)
     void send_cancels() noexcept {
-        if (cancels_.empty() || cancels_in_flight_) return;
+        if (cancels_.empty() || cancels_in_flight_ > 0) return;
         try {
-            auto batch = std::make_shared<std::vector<std::string>>(cancels_.begin(), cancels_.end());
-            std::string wire;
-            for (const std::string& c : *batch) wire += c;
-            conn_.exec_encoded(wire, batch->size(), [this, batch](const std::string& err, std::vector<RespValue>& replies) {
-                cancels_in_flight_ = false;
-                bool ok = err.empty() && replies.size() == batch->size();
-                for (std::size_t i = 0; ok && i < replies.size(); ++i) ok = replies[i].type == RespValue::Type::Integer;
-                if (ok) return;
-                // Put them back in front (they are idempotent).
-                try {
-                    for (auto it = batch->rbegin(); it != batch->rend(); ++it) cancels_.push_front(std::move(*it));
-                    while (cancels_.size() > kMaxPendingCancels) cancels_.pop_front();
-                } catch (...) {
-                    ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0, "llm_gateway: out of memory keeping store cancels");
+            std::vector<std::shared_ptr<std::vector<Cancel>>> batches;
+            for (Cancel& c : cancels_) {
+                const int slot = route_.cluster() ? c.first : RedisRouter::kAnySlot;
+                if (batches.empty() || batches.back()->front().first != slot) {
+                    batches.push_back(std::make_shared<std::vector<Cancel>>());
                 }
-            });
+                batches.back()->emplace_back(slot, std::move(c.second));
+            }
             cancels_.clear();
-            cancels_in_flight_ = true;
+            for (auto& batch : batches) send_cancel_batch(std::move(batch));
         } catch (...) {
             // kept for the next contact
         }
     }
 
-    using PlanPtr = std::shared_ptr<const AdmissionPlan>;
-    using Ticket = std::shared_ptr<LeaseTicket>;
+    void send_cancel_batch(std::shared_ptr<std::vector<Cancel>> batch) {
+        std::string wire;
+        for (const Cancel& c : *batch) wire += c.second;
+        ++cancels_in_flight_;
+        route_.exec_encoded(batch->front().first, wire, batch->size(),
+                            [this, batch](const std::string& err, std::vector<RespValue>& replies) {
+            --cancels_in_flight_;
+            bool ok = err.empty() && replies.size() == batch->size();
+            for (std::size_t i = 0; ok && i < replies.size(); ++i) ok = replies[i].type == RespValue::Type::Integer;
+            if (ok) {
+                // Those queued meanwhile (a cluster's rollbacks) go now.
+                if (cancels_in_flight_ == 0 && !cancels_.empty()) send_cancels();
+                return;
+            }
+            // Put them back in front (they are idempotent).
+            try {
+                for (auto it = batch->rbegin(); it != batch->rend(); ++it) cancels_.push_front(std::move(*it));
+                while (cancels_.size() > kMaxPendingCancels) cancels_.pop_front();
+            } catch (...) {
+                ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0, "llm_gateway: out of memory keeping store cancels");
+            }
+        });
+    }
+
 
     // The leases that stayed idle kLeaseIdleMs go back in a call of their
     // own (the accounting script with nothing but releases).
@@ -413,7 +443,7 @@ private:
         std::size_t nchecks = 0;
         for (const Check& c : plan->checks) nchecks += c.reserve_index == static_cast<int>(f.index) ? 1 : 0;
         script_call(
-            kNoMemoryGrant, [&](std::string& wire) { return append_grant_command(wire, *plan, f.index, f.extra, true); },
+            route_.slot_of(plan->reserve[f.index].record), kNoMemoryGrant, [&](std::string& wire) { return append_grant_command(wire, *plan, f.index, f.extra, true); },
             [plan, f] {
                 std::string cmd;
                 if (!append_grant_command(cmd, *plan, f.index, f.extra, false)) cmd.clear();
@@ -446,17 +476,22 @@ private:
     // the store). now: written at once rather than with the loop's batch.
     // (A template: the callbacks travel inside the connection's, with no
     // allocation of their own on the request path.)
+    // slot: the call's keys' (a cluster's; kAnySlot on one server).
     template <typename Sha, typename Eval, typename Answered>
-    void script_call(const char* no_memory, Sha&& sha, Eval eval, Answered answered, bool now) {
+    void script_call(int slot, const char* no_memory, Sha&& sha, Eval eval, Answered answered, bool now) {
         wire_.clear();
         if (!sha(wire_)) return answered(no_memory, {}, false);
-        conn_.exec_encoded(wire_, 1, [this, no_memory, eval = std::move(eval), answered = std::move(answered)](
+        route_.exec_encoded(slot, wire_, 1, [this, slot, no_memory, eval = std::move(eval), answered = std::move(answered)](
                                          const std::string& err, std::vector<RespValue>& replies) mutable {
-            if (!err.empty() || !is_noscript_error(replies[0])) return answered(err, replies, true);
+            if (!err.empty() || replies.empty() || !is_noscript_error(replies[0])) {
+                if (err.empty() && replies.empty()) return answered("no reply from the store", replies, true);
+                return answered(err, replies, true);
+            }
             const std::string cmd = eval();
             if (cmd.empty()) return answered(no_memory, {}, false);
-            conn_.exec_encoded(cmd, 1, [answered = std::move(answered)](const std::string& err2,
-                                                                        std::vector<RespValue>& r2) mutable {
+            route_.exec_encoded(slot, cmd, 1, [answered = std::move(answered)](const std::string& err2,
+                                                                               std::vector<RespValue>& r2) mutable {
+                if (err2.empty() && r2.empty()) return answered("no reply from the store", r2, true);
                 answered(err2, r2, true);
             });
         }, now);
@@ -467,11 +502,11 @@ private:
     // counter). keep holds what parts and released view until the call is
     // answered.
     template <typename Answered>
-    void account_call(const std::vector<StampedDeltas>& parts, const std::vector<Release>& released,
+    void account_call(int slot, const std::vector<StampedDeltas>& parts, const std::vector<Release>& released,
                       std::shared_ptr<const void> keep, std::shared_ptr<const std::string> op, Answered answered) {
         const std::int64_t ids_ttl = ttl_seconds(Window::Day);
         script_call(
-            kNoMemoryAccount,
+            slot, kNoMemoryAccount,
             [&](std::string& wire) {
                 return append_account_deltas(wire, parts, kMaxStatIds, ids_ttl, *op, kOpTtl, true, released);
             },
@@ -490,6 +525,11 @@ private:
         AdmissionResult res;
         std::string err;
         if (!decode_admit_reply(v, *plan, res, err)) return failed_admit(err, plan, amounts, ticket, std::move(done));
+        admitted_by_store(std::move(res), plan, amounts, ticket, std::move(done));
+    }
+
+    void admitted_by_store(AdmissionResult res, const PlanPtr& plan, const ReserveAmounts& amounts,
+                           const Ticket& ticket, AdmitDone done) {
         latch().on_success(now_ms());
         if (ticket) leases_.answered(ticket.get(), *plan, amounts, res.admitted, res.used, res.held);
         if (res.admitted) {
@@ -558,6 +598,7 @@ private:
         pending_ = std::make_shared<PendingAccounting>();
         if (!latch().should_try(now_ms())) return degraded_batch(*batch);
         send_cancels();
+        if (route_.cluster()) return flush_parts(std::move(batch));
         std::size_t counters = 0;
         batch->merged.for_each_minute([&](std::time_t now, const std::vector<ScopeDelta>& ds) {
             batch->stamps.emplace_back(now, false);
@@ -570,7 +611,7 @@ private:
                        batch->requests, batch->merged.size(), counters, batch->released.size());
         auto op = std::make_shared<std::string>(next_op());
         ++flushes_in_flight_;
-        account_call(batch->parts, batch->released, batch, op,
+        account_call(RedisRouter::kAnySlot, batch->parts, batch->released, batch, op,
                      [this, batch, op](const std::string& err, const std::vector<RespValue>& replies, bool sent) {
                          --flushes_in_flight_;
                          if (sent && !err.empty()) {
@@ -580,7 +621,8 @@ private:
                              batch->merged.for_each_minute([&incrs](std::time_t now, const std::vector<ScopeDelta>& ds) {
                                  append_account_incrs(incrs, ds, now);
                              });
-                             queue_cancel(cancel_account_command(incrs.plain, incrs.groups, *op, kOpTtl));
+                             queue_cancel(RedisRouter::kAnySlot,
+                                          cancel_account_command(incrs.plain, incrs.groups, *op, kOpTtl));
                          }
                          finish_batch(err, replies, *batch);
                          // (Request counts alone wait for a settle or their timer.)
@@ -651,6 +693,241 @@ private:
         if (done) done(StoreReply{StoreStatus::Error, "the limit store is unavailable; sample dropped"});
     }
 
+    // ---- Redis Cluster (docs/store.md#redis-cluster) ----
+
+    // The plan split by slot, made once per plan.
+    const SplitPlan* split_of(const AdmissionPlan& plan, std::string& err) {
+        if (plan.slot_view == nullptr) {
+            auto split = std::make_shared<SplitPlan>();
+            if (!split_plan(plan, *split, err)) return nullptr;
+            plan.slot_view = std::move(split);
+        }
+        return static_cast<const SplitPlan*>(plan.slot_view.get());
+    }
+
+    // One admission as one script call per slot, sent at once and merged
+    // (core/store/cluster_admission.h): a refusal cancels the parts that
+    // admitted, and the parts that did not refuse count the rejection.
+    struct PartsCall {
+        std::vector<AdmissionResult> results;
+        std::vector<std::string> ops;
+        std::vector<LeaseTicket> tickets;
+        std::vector<bool> sent;               // reached the store (its cancel may be needed)
+        std::size_t waiting = 0;
+        std::string err;
+    };
+
+    void admit_parts(const PlanPtr& plan, const ReserveAmounts& amounts, const Ticket& ticket, AdmitDone done) {
+        std::string err;
+        const SplitPlan* split = split_of(*plan, err);
+        if (split == nullptr) return failed_admit(err, plan, amounts, ticket, std::move(done));
+        auto call = std::make_shared<PartsCall>();
+        const std::size_t n = split->parts.size();
+        call->results.resize(n);
+        call->ops.resize(n);
+        call->tickets.resize(n);
+        call->sent.assign(n, false);
+        for (std::size_t k = 0; k < n; ++k) call->waiting += split->parts[k].sent() ? 1 : 0;
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
+                       "llm_gateway: cluster admission: %uz script calls over %uz slots", call->waiting, n);
+        if (call->waiting == 0) return admitted_by_store(AdmissionResult{}, plan, amounts, ticket, std::move(done));
+        auto shared_done = std::make_shared<AdmitDone>(std::move(done));
+        for (std::size_t k = 0; k < n; ++k) {
+            const PlanPart& part = split->parts[k];
+            if (!part.sent()) continue;
+            if (ticket) call->tickets[k] = part_ticket(*ticket, part);
+            const LeaseTicket* t = ticket ? &call->tickets[k] : nullptr;
+            const std::string& near = !part.plan.checks.empty() ? part.plan.checks.front().keys.front()
+                                      : !part.plan.admit.empty() ? part.plan.admit.front().key
+                                                                 : part.plan.reserve.front().record;
+            call->ops[k] = next_op(near);
+            script_call(
+                part.slot, kNoMemoryAdmit,
+                [&](std::string& wire) {
+                    return append_admit_command(wire, part.plan, amounts, true, call->ops[k], kOpTtl, t);
+                },
+                [&part, amounts, call, k, t] { return admit_command_op(part.plan, amounts, call->ops[k], kOpTtl, false, t); },
+                [this, plan, amounts, ticket, call, k, shared_done](const std::string& e,
+                                                                    const std::vector<RespValue>& replies, bool sent) {
+                    const SplitPlan& sp = *static_cast<const SplitPlan*>(plan->slot_view.get());
+                    call->sent[k] = sent;
+                    std::string why = e;
+                    if (why.empty() && !decode_admit_reply(replies[0], sp.parts[k].plan, call->results[k], why) &&
+                        why.empty()) {
+                        why = "unexpected reply to the admission script";
+                    }
+                    if (!why.empty() && call->err.empty()) call->err = why;
+                    if (--call->waiting == 0) parts_answered(plan, amounts, ticket, *call, std::move(*shared_done));
+                },
+                false);
+        }
+    }
+
+    void parts_answered(const PlanPtr& plan, const ReserveAmounts& amounts, const Ticket& ticket, PartsCall& call,
+                        AdmitDone done) {
+        const SplitPlan& split = *static_cast<const SplitPlan*>(plan->slot_view.get());
+        auto cancel = [&](std::size_t k) {
+            const PlanPart& part = split.parts[k];
+            queue_cancel(part.slot, cancel_admit_command(part.plan, amounts, call.ops[k], kOpTtl,
+                                                         ticket ? &call.tickets[k] : nullptr));
+        };
+        if (!call.err.empty()) {
+            for (std::size_t k = 0; k < split.parts.size(); ++k) {
+                if (call.sent[k]) cancel(k);
+            }
+            return failed_admit(call.err, plan, amounts, ticket, std::move(done));
+        }
+        AdmissionResult res = merge_part_results(*plan, split, call.results);
+        if (!res.admitted) {
+            // The rollback: the parts that admitted are undone, and every
+            // part that did not refuse counts the rejection.
+            for (std::size_t k = 0; k < split.parts.size(); ++k) {
+                const PlanPart& part = split.parts[k];
+                const bool refused = part.sent() && !call.results[k].admitted;
+                if (refused) continue;
+                if (part.sent()) cancel(k);
+                std::string cmd;
+                if (append_reject_command(cmd, part.plan.reject)) queue_cancel(part.slot, std::move(cmd));
+            }
+            ngx_log_debug1(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
+                           "llm_gateway: cluster admission refused by check %d; the other slots' parts rolled back",
+                           res.check_index);
+            send_cancels();
+        }
+        admitted_by_store(std::move(res), plan, amounts, ticket, std::move(done));
+    }
+
+    // A read of keys in many slots: one batch per slot, values put back in
+    // the keys' order.
+    void read_parts(const std::vector<std::string>& keys, ReadDone done) {
+        struct Parts {
+            std::vector<std::int64_t> values;
+            std::size_t waiting = 0;
+            std::string err;
+        };
+        std::vector<std::pair<int, std::vector<std::size_t>>> by_slot;
+        for (std::size_t i = 0; i < keys.size(); ++i) {
+            const int slot = route_.slot_of(keys[i]);
+            auto it = std::find_if(by_slot.begin(), by_slot.end(), [slot](const auto& p) { return p.first == slot; });
+            if (it == by_slot.end()) {
+                by_slot.emplace_back(slot, std::vector<std::size_t>());
+                it = by_slot.end() - 1;
+            }
+            it->second.push_back(i);
+        }
+        if (by_slot.empty()) return done(StoreReply{}, {});
+        auto parts = std::make_shared<Parts>();
+        parts->values.assign(keys.size(), 0);
+        parts->waiting = by_slot.size();
+        auto shared_done = std::make_shared<ReadDone>(std::move(done));
+        for (auto& [slot, index] : by_slot) {
+            std::vector<std::string> sub;
+            sub.reserve(index.size());
+            for (const std::size_t i : index) sub.push_back(keys[i]);
+            auto batch = std::make_shared<ReadBatch>(read_batch(sub, kReadChunk));
+            auto where = std::make_shared<std::vector<std::size_t>>(std::move(index));
+            route_.exec(slot, batch->commands, [this, batch, where, parts, shared_done](const std::string& err,
+                                                                                      std::vector<RespValue>& replies) {
+                std::vector<std::int64_t> values;
+                std::string e = err;
+                if (e.empty()) read_values(*batch, replies, values, e);
+                if (e.empty() && values.size() != where->size()) e = "unexpected reply to a read";
+                if (e.empty()) {
+                    for (std::size_t j = 0; j < where->size(); ++j) parts->values[(*where)[j]] = values[j];
+                } else if (parts->err.empty()) {
+                    parts->err = e;
+                }
+                if (--parts->waiting > 0) return;
+                if (!parts->err.empty()) {
+                    on_failure(parts->err);
+                    return (*shared_done)(StoreReply{StoreStatus::Error, parts->err}, {});
+                }
+                latch().on_success(now_ms());
+                (*shared_done)(StoreReply{}, parts->values);
+            });
+        }
+    }
+
+    // An accounting batch as one accounting call per slot; a slot whose
+    // call fails follows the store policy for its own deltas only.
+    struct SlotFlush {
+        std::shared_ptr<PendingAccounting> batch;
+        std::vector<std::unique_ptr<SlotBatch>> slots;
+        std::vector<std::shared_ptr<std::string>> ops;
+        std::vector<std::string> errs;
+        std::size_t waiting = 0;
+    };
+
+    void flush_parts(std::shared_ptr<PendingAccounting> batch) {
+        auto f = std::make_shared<SlotFlush>();
+        std::vector<std::time_t> minutes;
+        batch->merged.for_each_minute([&](std::time_t now, const std::vector<ScopeDelta>& ds) {
+            batch->stamps.emplace_back(now, false);
+            batch->parts.push_back(StampedDeltas{&batch->stamps.back(), &ds});
+            minutes.push_back(now);
+        });
+        split_batch_by_slot(batch->parts, minutes, batch->released, f->slots);
+        f->batch = std::move(batch);
+        const std::size_t n = f->slots.size();
+        f->ops.resize(n);
+        f->errs.resize(n);
+        f->waiting = n;
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
+                       "llm_gateway: accounting batch: %uz requests in %uz cluster slots", f->batch->requests, n);
+        if (n == 0) return finish_batch("", {RespValue{RespValue::Type::Integer, 0, {}, {}}}, *f->batch);
+        ++flushes_in_flight_;
+        for (std::size_t k = 0; k < n; ++k) {
+            const SlotBatch& sb = *f->slots[k];
+            f->ops[k] = std::make_shared<std::string>(next_op(sb.near));
+            account_call(sb.slot, sb.parts, sb.released, f, f->ops[k],
+                         [this, f, k](const std::string& err, const std::vector<RespValue>& replies, bool sent) {
+                             const SlotBatch& b = *f->slots[k];
+                             f->errs[k] = accounting_reply_error(err, replies);
+                             if (sent && !err.empty()) {
+                                 AccountIncrs incrs;
+                                 for (std::size_t i = 0; i < b.deltas.size(); ++i) {
+                                     append_account_incrs(incrs, b.deltas[i], b.minutes[i]);
+                                 }
+                                 queue_cancel(b.slot, cancel_account_command(incrs.plain, incrs.groups, *f->ops[k], kOpTtl));
+                             }
+                             if (--f->waiting == 0) slots_flushed(*f);
+                         });
+        }
+    }
+
+    void slots_flushed(SlotFlush& f) {
+        --flushes_in_flight_;
+        PendingAccounting& batch = *f.batch;
+        std::string first;
+        for (std::size_t k = 0; k < f.slots.size(); ++k) {
+            if (f.errs[k].empty()) continue;
+            if (first.empty()) first = f.errs[k];
+            // Fail-open: this slot's deltas are counted in shared memory.
+            if (settings_->fail_open) {
+                const SlotBatch& b = *f.slots[k];
+                for (std::size_t i = 0; i < b.deltas.size(); ++i) {
+                    fallback_->settle(b.deltas[i], HeldReservation(), b.minutes[i], WriteDone());
+                }
+            }
+        }
+        if (first.empty()) {
+            latch().on_success(now_ms());
+            for (WriteDone& d : batch.dones) d(StoreReply{});
+        } else {
+            on_failure(first);
+            StoreReply rep = settings_->fail_open ? StoreReply{}
+                                                  : StoreReply{StoreStatus::Error,
+                                                               "the limit store is unavailable; sample dropped"};
+            if (settings_->fail_open) {
+                for (HeldReservation& h : batch.held) {
+                    if (!h.lease) fallback_->settle({}, std::move(h), ngx_time(), WriteDone());
+                }
+            }
+            for (WriteDone& d : batch.dones) d(rep);
+        }
+        if (settings_->flush_ms == 0 && flushes_in_flight_ == 0 && pending_->requests > 0) post_flush();
+    }
+
     void on_failure(const std::string& err) {
         // What the worker's leases hold is no longer known: it lapses.
         leases_.forget();
@@ -666,7 +943,7 @@ private:
     const StoreSettings* settings_;
     CounterStore* fallback_;
     StoreHealth& health_;
-    RedisConn conn_;
+    RedisRouter route_;
     std::string wire_;                  // scratch: a command written straight to RESP
     LeaseBook leases_;                  // the worker's leases
     std::vector<Refill> refills_;       // scratch of admit_locally
@@ -676,8 +953,8 @@ private:
     ngx_event_t flush_ev_{};            // writes the pending batch (flush=)
     ngx_event_t post_ev_{};             // writes it at the end of the loop's turn (flush=0)
     std::size_t telemetry_in_flight_ = 0;
-    std::deque<std::string> cancels_;        // cancel script calls, in RESP
-    bool cancels_in_flight_ = false;
+    std::deque<Cancel> cancels_;             // cancel script calls, in RESP, with their slots
+    std::size_t cancels_in_flight_ = 0;
     std::size_t events_in_flight_ = 0;
     std::int64_t last_mirror_log_ms_ = 0;
     std::uint64_t op_seq_ = 0;
