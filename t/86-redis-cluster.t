@@ -22,6 +22,8 @@ use GwRedis;
 use GwRedisCluster;
 use Test::More;
 use File::Temp ();
+use POSIX ();
+use Time::HiRes ();
 
 Gw::need_module();
 GwRedis::need_redis();
@@ -112,6 +114,10 @@ subtest 'limits shared and exact across two replicas; the hash-tagged layout' =>
     is_deeply(\@plain, [], 'every key but the events list is hash-tagged');
     isnt($cl->slot_of(ckey('user', 'lee', 'req')), $cl->slot_of(ckey('group', 'gcl', 'req')),
          'the user and the group are in different slots');
+    is_deeply(GwMeter::fields(GwMeter::row(GwMeter::usage($ngs[1]), user => 'lee'),
+                              qw(requestsPerDay rejectionsPerDay tokensInPerDay)),
+              { requestsPerDay => 50, rejectionsPerDay => 150, tokensInPerDay => 50 * $IN },
+              'the admin usage view reads every slot of the cluster');
     my $r = chat($ngs[0]);
     is($r->{status}, 429, 'the next request: 429');
     is($r->{headers}{'x-ratelimit-remaining-requests'}, '0', 'remaining 0');
@@ -179,6 +185,39 @@ subtest 'MOVED followed after the user\'s slot is resharded' => sub {
     my $port = $to->port;
     cmp_ok(scalar(GwMeter::log_lines($ng, qr/store: MOVED $slot: to 127\.0\.0\.1:$port/)), '>=', 1,
            "the debug log shows MOVED $slot to the new master");
+    $ng->stop;
+};
+
+subtest 'ASK followed while the user\'s slot is being migrated' => sub {
+    $cl->flushall;
+    my $ng = gateway($cl, limits => 'requests_per_day=50', log => 'debug', workers => 1);
+    GwMeter::wait_second_below(45);
+    prime();
+    is(chat($ng)->{status}, 200, 'a request') for 1 .. 2;
+    my $k = ckey('user', 'lee', 'req');
+    ok(Gw::wait_until(sub { $cl->get_num($k) == 2 }, timeout => 5), 'counted: 2');
+    my ($slot, $src, $dst) = $cl->migrate_keys_of($k);
+    # The slot's keys are on the target, the slot still the source's: the
+    # source answers ASK, the target (importing) TRYAGAIN to a script that
+    # creates keys, until the move ends, which a child does 0.5 s later;
+    # the requests wait for it (the call's time-out is 2 s).
+    my $child = fork // die "fork: $!";
+    if (!$child) {
+        Time::HiRes::sleep(0.5);
+        eval { $cl->finish_move($slot, $src, $dst) };
+        POSIX::_exit($@ ? 1 : 0);
+    }
+    is(chat($ng)->{status}, 200, 'a request during the migration') for 1 .. 2;
+    waitpid($child, 0);
+    is($?, 0, 'the move ended');
+    my $port = $dst->port;
+    cmp_ok(scalar(GwMeter::log_lines($ng, qr/store: ASK $slot: to 127\.0\.0\.1:$port/)), '>=', 1,
+           "the debug log shows ASK $slot to the importing master");
+    cmp_ok(scalar(GwMeter::log_lines($ng, qr/store: TRYAGAIN on slot $slot: again in 50 ms/)), '>=', 1,
+           'and TRYAGAIN, sent again');
+    ok(Gw::wait_until(sub { $cl->get_num($k) == 4 }, timeout => 5), 'all 4 counted on the new master');
+    is(chat($ng)->{status}, 200, 'and a request after the move');
+    is_deeply([GwMeter::log_lines($ng, qr/limit store .* failed/)], [], 'no store failure');
     $ng->stop;
 };
 

@@ -32,6 +32,9 @@ package GwRedisCluster;
 #                             #   took over and the cluster is ok; returns the killed node
 #   $cl->move_slot_of($key, $to)   # reshard $key's slot (with its keys) to master $to
 #                             #   (undef: any other master); returns the target node
+#   my ($slot, $src, $dst) = $cl->migrate_keys_of($key, $to)   # its first half: IMPORTING,
+#                             #   MIGRATING, keys migrated (commands get ASK meanwhile)
+#   $cl->finish_move($slot, $src, $dst)   # its second half: SETSLOT NODE everywhere
 #   $cl->stop                 # stops every node (also when the object goes away and at END)
 #   $cl->info($node)          # its CLUSTER INFO as a hash (undef: no answer)
 #   $cl->node_by_id($id); $cl->logs; $cl->timings; $cl->last_failover_secs   # diagnostics
@@ -507,6 +510,16 @@ sub last_failover_secs { $_[0]{t_failover} }
 # the slot to $to. Returns $to.
 sub move_slot_of {
     my ($self, $key, $to, %o) = @_;
+    my ($slot, $src, $dst) = $self->migrate_keys_of($key, $to);
+    return $self->finish_move($slot, $src, $dst, %o);
+}
+
+# The first half of a reshard: $key's slot marked IMPORTING on $to (undef:
+# any other master) and MIGRATING on its master, and every key of the slot
+# migrated. Commands on the slot's keys now get ASK from the source.
+# Returns ($slot, $source, $target); finish_move ends it.
+sub migrate_keys_of {
+    my ($self, $key, $to) = @_;
     my $slot = $self->slot_of($key);
     my $src = $self->_node_for_slot($slot) or die "GwRedisCluster: no live master serves slot $slot\n";
     my @m = $self->masters;
@@ -530,6 +543,15 @@ sub move_slot_of {
                      'KEYS', @k);
     }
     die "GwRedisCluster: slot $slot still has keys after 1000 MIGRATE rounds\n" unless $done;
+    return ($slot, $src, $to);
+}
+
+# The second half: the slot given to the target on every master; waits
+# (bounded) until every node agrees. Returns the target.
+sub finish_move {
+    my ($self, $slot, $src, $to, %o) = @_;
+    my @m = $self->masters;
+    my $did = $self->id_of($to);
     # The target first (it bumps its epoch), then the source, then the rest.
     $self->_must('OK', $_, 'CLUSTER', 'SETSLOT', $slot, 'NODE', $did) for $to, $src, grep { $_ != $to && $_ != $src } @m;
 

@@ -13,12 +13,29 @@ constexpr std::size_t kMaxNodes = 64;
 constexpr int kMaxHops = 5;
 // Commands waiting for the cluster's slots at most; past it they fail.
 constexpr std::size_t kMaxWaiting = 4096;
+// A command refused with TRYAGAIN (its slot half migrated) is sent again
+// after this long, until the call's time-out has passed since it was first
+// sent; at most kMaxRetries commands wait so at once.
+constexpr ngx_msec_t kRetryMs = 50;
+constexpr std::size_t kMaxRetries = 4096;
 
 std::string host_port(const ClusterAddress& a) {
     return (a.host.find(':') != std::string::npos ? "[" + a.host + "]" : a.host) + ":" + std::to_string(a.port);
 }
 
 }  // namespace
+
+struct RedisRouter::Retry {
+    ngx_event_t ev{};
+    RedisRouter* router = nullptr;
+    int slot = 0;
+    std::shared_ptr<const std::string> wire;
+    std::size_t ncmds = 0;
+    Callback cb;
+    bool now = false;
+    int hops = 0;
+    ngx_msec_t since = 0;
+};
 
 struct RedisRouter::Node {
     ClusterAddress addr;
@@ -52,6 +69,10 @@ RedisRouter::~RedisRouter() {
     if (post_.posted) {
         ngx_delete_posted_event(&post_);
     }
+    for (auto& r : retries_) {
+        if (r->ev.timer_set) ngx_del_timer(&r->ev);
+    }
+    retries_.clear();
     failed_.clear();
     waiting_.clear();
 }
@@ -135,11 +156,11 @@ void RedisRouter::exec_encoded(int slot, std::string_view wire, std::size_t ncmd
     // A redirect or a lost node asked for the slots again: read in the
     // background, the commands go on with the map as it is.
     if (stale_) refresh();
-    send(slot, std::make_shared<const std::string>(wire), ncmds, std::move(cb), now, 0);
+    send(slot, std::make_shared<const std::string>(wire), ncmds, std::move(cb), now, 0, ngx_current_msec);
 }
 
 void RedisRouter::send(int slot, std::shared_ptr<const std::string> wire, std::size_t ncmds, Callback cb, bool now,
-                       int hops) {
+                       int hops, ngx_msec_t since) {
     const ClusterAddress* a =
         slot >= 0 ? map_.node_of(static_cast<std::uint16_t>(slot)) : (map_.empty() ? nullptr : &map_.nodes().front());
     if (a == nullptr) {
@@ -149,13 +170,13 @@ void RedisRouter::send(int slot, std::shared_ptr<const std::string> wire, std::s
     std::string err;
     Node* n = node_at(*a, err);
     if (n == nullptr) return fail_later(std::move(cb), err);
-    send_to(n, false, std::move(wire), ncmds, std::move(cb), now, hops);
+    send_to(n, slot, false, std::move(wire), ncmds, std::move(cb), now, hops, since);
 }
 
-void RedisRouter::send_to(Node* n, bool asking, std::shared_ptr<const std::string> wire, std::size_t ncmds,
-                          Callback cb, bool now, int hops) {
-    auto answered = [this, wire, ncmds, now, hops, asking, cb = std::move(cb)](const std::string& err,
-                                                                               std::vector<RespValue>& replies) mutable {
+void RedisRouter::send_to(Node* n, int slot, bool asking, std::shared_ptr<const std::string> wire, std::size_t ncmds,
+                          Callback cb, bool now, int hops, ngx_msec_t since) {
+    auto answered = [this, slot, wire, ncmds, now, hops, since, asking, cb = std::move(cb)](
+                        const std::string& err, std::vector<RespValue>& replies) mutable {
         if (!err.empty()) {
             stale_ = refresh_first_ = true;   // the node may have failed over
             return cb(err, replies);
@@ -163,9 +184,16 @@ void RedisRouter::send_to(Node* n, bool asking, std::shared_ptr<const std::strin
         if (asking && !replies.empty()) replies.erase(replies.begin());   // ASKING's +OK
         Redirect r;
         if (replies.empty() || !parse_redirect(replies.front(), r)) {
-            if (!replies.empty() && replies.front().type == RespValue::Type::Error &&
-                replies.front().str.rfind("CLUSTERDOWN", 0) == 0) {
-                stale_ = true;
+            const bool error = !replies.empty() && replies.front().type == RespValue::Type::Error;
+            if (error && replies.front().str.rfind("CLUSTERDOWN", 0) == 0) stale_ = true;
+            // A slot half migrated: the keys of one call are split between
+            // two nodes for a moment. Sent again (to the slot's owner) until
+            // the time-out.
+            if (error && replies.front().str.rfind("TRYAGAIN", 0) == 0 && slot >= 0 &&
+                ngx_current_msec - since + kRetryMs < s_.redis.timeout && retries_.size() < kMaxRetries) {
+                ngx_log_debug2(NGX_LOG_DEBUG_HTTP, log_, 0, "llm_gateway: store: TRYAGAIN on slot %d: again in %M ms",
+                               slot, kRetryMs);
+                return retry_later(slot, wire, ncmds, std::move(cb), now, 0, since);   // (bounded by time)
             }
             return cb(err, replies);
         }
@@ -179,7 +207,7 @@ void RedisRouter::send_to(Node* n, bool asking, std::shared_ptr<const std::strin
             map_.moved(r);
             stale_ = true;
         }
-        send_to(to, r.ask, wire, ncmds, std::move(cb), now, hops + 1);
+        send_to(to, slot, r.ask, wire, ncmds, std::move(cb), now, hops + 1, since);
     };
     if (!asking) return n->conn->exec_encoded(*wire, ncmds, std::move(answered), now);
     std::string w;
@@ -230,7 +258,49 @@ void RedisRouter::refreshed(const std::string& err) {
             fail_later(std::move(w.cb), err.empty() ? "no cluster node serves slot " + std::to_string(w.slot) : err);
             continue;
         }
-        send(w.slot, std::make_shared<const std::string>(std::move(w.wire)), w.ncmds, std::move(w.cb), w.now, 0);
+        send(w.slot, std::make_shared<const std::string>(std::move(w.wire)), w.ncmds, std::move(w.cb), w.now, 0,
+             ngx_current_msec);
+    }
+}
+
+void RedisRouter::retry_later(int slot, std::shared_ptr<const std::string> wire, std::size_t ncmds, Callback cb,
+                              bool now, int hops, ngx_msec_t since) {
+    auto r = std::make_unique<Retry>();
+    r->ev.handler = on_retry;
+    r->ev.data = r.get();
+    r->ev.log = log_;
+    r->router = this;
+    r->slot = slot;
+    r->wire = std::move(wire);
+    r->ncmds = ncmds;
+    r->cb = std::move(cb);
+    r->now = now;
+    r->hops = hops;
+    r->since = since;
+    ngx_add_timer(&r->ev, kRetryMs);
+    retries_.push_back(std::move(r));
+}
+
+void RedisRouter::on_retry(ngx_event_t* ev) {
+    auto* r = static_cast<Retry*>(ev->data);
+    RedisRouter* self = r->router;
+    std::unique_ptr<Retry> mine;
+    for (auto it = self->retries_.begin(); it != self->retries_.end(); ++it) {
+        if (it->get() == r) {
+            mine = std::move(*it);
+            self->retries_.erase(it);
+            break;
+        }
+    }
+    if (!mine) return;
+    try {
+        self->send(mine->slot, mine->wire, mine->ncmds, mine->cb, mine->now, mine->hops, mine->since);
+    } catch (...) {
+        try {
+            self->fail_later(std::move(mine->cb), "out of memory sending a store call again");
+        } catch (...) {
+            ngx_log_error(NGX_LOG_ERR, ev->log, 0, "llm_gateway: out of memory sending a store call again");
+        }
     }
 }
 

@@ -2,7 +2,9 @@
 // master that serves the command's slot (docs/store.md#redis-cluster). A
 // cluster's slots are read with CLUSTER SLOTS from the seeds, then from any
 // node known; a MOVED reply moves its slot and the command follows it, an
-// ASK reply sends that command alone to the node it names after ASKING. One
+// ASK reply sends that command alone to the node it names after ASKING, and
+// a TRYAGAIN (a slot half migrated) sends it again 50 ms later, until the
+// time-out. One
 // connection per node (ngx/store/redis_conn.h: the same TLS, password and
 // time-outs as the seeds'), all on the worker's event loop.
 #pragma once
@@ -53,9 +55,16 @@ private:
 
     Node* node_at(const ClusterAddress& a, std::string& err);
     Node* add_node(const ClusterAddress& a, const ngx_addr_t* resolved, std::string& err);
-    void send(int slot, std::shared_ptr<const std::string> wire, std::size_t ncmds, Callback cb, bool now, int hops);
-    void send_to(Node* n, bool asking, std::shared_ptr<const std::string> wire, std::size_t ncmds, Callback cb,
-                 bool now, int hops);
+    // hops: redirects followed so far; since: when the command was first
+    // sent (TRYAGAIN is retried until the time-out).
+    void send(int slot, std::shared_ptr<const std::string> wire, std::size_t ncmds, Callback cb, bool now, int hops,
+              ngx_msec_t since);
+    void send_to(Node* n, int slot, bool asking, std::shared_ptr<const std::string> wire, std::size_t ncmds,
+                 Callback cb, bool now, int hops, ngx_msec_t since);
+    struct Retry;
+    void retry_later(int slot, std::shared_ptr<const std::string> wire, std::size_t ncmds, Callback cb, bool now,
+                     int hops, ngx_msec_t since);
+    static void on_retry(ngx_event_t* ev);
     void refresh();
     void refresh_from(std::size_t i, std::string last_err);
     void refreshed(const std::string& err);
@@ -76,6 +85,7 @@ private:
     std::vector<const std::string*> preload_;
     ngx_event_t post_{};
     std::vector<std::pair<Callback, std::string>> failed_;
+    std::vector<std::unique_ptr<Retry>> retries_;   // commands waiting to be sent again (TRYAGAIN)
 };
 
 }  // namespace llmgw
