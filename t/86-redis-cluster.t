@@ -100,13 +100,14 @@ subtest 'limits shared and exact across two replicas; the hash-tagged layout' =>
     is(scalar @{ $mock->requests }, 50, 'the provider saw 50');
     ok(Gw::wait_until(sub { $cl->get_num(ckey('user', 'lee', 'req')) == 50 }, timeout => 5),
        'llmgw:{user:lee}:req:day: 50');
-    ok(Gw::wait_until(sub { $cl->get_num(ckey('total', 'all', 'req')) == 50 }, timeout => 5), 'total: 50');
+    ok(Gw::wait_until(sub { $cl->get_num(skey('total', 'all', 'req')) == 50 }, timeout => 5),
+       'llmgw:{stats}:total:all:req:day: 50');
     ok(Gw::wait_until(sub { $cl->get_num(ckey('group', 'gcl', 'tokout')) == 50 * $OUT }, timeout => 5),
        'group output tokens: 50 x 5');
     ok(Gw::wait_until(sub { $cl->get_num(skey('model', 'mock/gpt-4o-mini', 'req')) == 50 }, timeout => 5),
        'llmgw:{stats}:model:mock/gpt-4o-mini:req:day: 50');
     for my $s (['user', 'lee'], ['group', 'gcl'], ['total', 'all']) {
-        my $k = ckey(@$s, 'rej');
+        my $k = $s->[0] eq 'total' ? skey(@$s, 'rej') : ckey(@$s, 'rej');
         ok(Gw::wait_until(sub { $cl->get_num($k) == 150 }, timeout => 5), "$s->[0] rejections: 150 (each in its own slot)")
             or diag "$k: " . $cl->get_num($k);
     }
@@ -155,7 +156,7 @@ subtest 'leases and write-behind: 300 requests at a large limit, exact' => sub {
     ok(Gw::wait_until(sub { $cl->get_num(ckey('user', 'lee', 'req')) == 300 }, timeout => 5), 'user requests: 300');
     ok(Gw::wait_until(sub { $cl->get_num(ckey('user', 'lee', 'tokin')) == 300 * $IN }, timeout => 5),
        'user input tokens exact');
-    ok(Gw::wait_until(sub { $cl->get_num(ckey('total', 'all', 'req')) == 300 }, timeout => 5), 'total: 300');
+    ok(Gw::wait_until(sub { $cl->get_num(skey('total', 'all', 'req')) == 300 }, timeout => 5), 'total: 300');
     $_->stop for @ngs;
     # One client after another: admitted from the worker's lease.
     my $ng = gateway($cl, limits => 'requests_per_day=100000', log => 'debug', workers => 1);

@@ -56,7 +56,8 @@ TEST(ClusterLayout, EveryScopeIsAHashTag) {
     EXPECT_EQ(counter_key_size("model", "oai/gpt-4o", "tokin", Window::Min, "202511280000"),
               counter_key("model", "oai/gpt-4o", "tokin", Window::Min, "202511280000").size());
     EXPECT_EQ(seen_key("group", "eng"), "llmgw:{group:eng}:seen");
-    EXPECT_EQ(scope_prefix("total", "all"), "llmgw:{total:all}:");
+    EXPECT_EQ(scope_prefix("total", "all"), "llmgw:{stats}:total:all:");
+    EXPECT_EQ(scope_prefix("prov", "oai"), "llmgw:{stats}:prov:oai:");
     EXPECT_EQ(reserved_record_key("user", "alice"), "llmgw:{user:alice}:rsv");
     EXPECT_EQ(scope_prefix("provmodel", "oai/x"), "llmgw:{stats}:provmodel:oai/x:");
     EXPECT_EQ(stats_ids_key(), "llmgw:{stats}:ids");

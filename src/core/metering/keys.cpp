@@ -11,11 +11,13 @@ KeyLayout g_layout = KeyLayout::Plain;
 
 constexpr std::string_view kStatsTag = "{stats}:";
 
-// The statistics scopes callers name: their ids are bounded by the one set
-// kStatsIdsKey, which the accounting script reads with their counters.
-bool stats_tagged(std::string_view kind) {
-    return kind == "model" || kind == "provmodel" || kind == "usermodel" || kind == "lat";
-}
+// The scopes of the cluster's one {stats} slot: all but users and groups
+// (the scopes there are many of). The statistics scopes callers name (model,
+// provmodel, usermodel, lat) must share the slot of the one set of their
+// ids, which the accounting script reads with their counters; the total,
+// providers and tool servers and agents join them, so that an accounting
+// batch is one call for the user, one for the group and one for the rest.
+bool stats_tagged(std::string_view kind) { return kind != "user" && kind != "group"; }
 
 // What the cluster layout adds to a key of kind: "{stats}:" or the two
 // braces around "kind:id".

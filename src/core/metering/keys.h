@@ -16,10 +16,11 @@
 //
 // A Redis Cluster (KeyLayout::Cluster, docs/store.md#redis-cluster) runs a
 // script on the keys of one slot only, so there every scope is a hash tag:
-//   llmgw:{<kind>:<id>}:<metric>:<window>:<bucket>   (and :seen, :rsv, ...)
-//   llmgw:{stats}:<kind>:<id>:...      the statistics scopes callers name
-//                                      (model, provmodel, usermodel, lat),
-//                                      bounded together by
+//   llmgw:{user:<id>}:<metric>:<window>:<bucket>   (and :seen, :rsv, ...; groups alike)
+//   llmgw:{stats}:<kind>:<id>:...      every other scope (total, providers,
+//                                      tool servers, agents, and the
+//                                      statistics scopes callers name, whose
+//                                      ids are bounded in the same slot by)
 //   llmgw:{stats}:ids
 //   llmgw:{<tag>}:op:<id>              an op beside the keys of its call
 #pragma once
