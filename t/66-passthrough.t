@@ -180,7 +180,12 @@ subtest 'gemini: the provider key in its header, the caller\'s key nowhere' => s
     is($rec->{query}, '', 'the key= parameter dropped');
     is($rec->{headers}{'x-goog-api-key'}, $PKEY{gem}, 'the provider key');
     ok(index(Gw::json_encode($rec), $KEY) < 0, 'the caller\'s key appears nowhere in what the provider received');
-    ok(counter('model', 'gem/gemini-2.5-flash', 'tokin') > 0, 'usageMetadata accounted under modelVersion');
+    ok(Gw::wait_until(sub { counter('model', 'gem/gemini-2.5-flash', 'tokin') == 11 }, timeout => 5),
+       'usageMetadata accounted under modelVersion: 11 prompt tokens');
+    # candidatesTokenCount 7 + thoughtsTokenCount 3: thinking is completion (as when translated)
+    ok(Gw::wait_until(sub { counter('model', 'gem/gemini-2.5-flash', 'tokout') == 10 }, timeout => 5),
+       'completion tokens 10: the candidates\' 7 and the thoughts\' 3')
+        or diag('tokout ' . counter('model', 'gem/gemini-2.5-flash', 'tokout'));
 };
 
 subtest 'unknown and closed providers: 404; refused paths: 400; nothing reaches a provider' => sub {

@@ -130,6 +130,9 @@ TEST(CodecPassthrough, WholeBodiesOfEachShape) {
         {R"({"usage":{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7}})", 3, 4},
         {R"({"type":"message","usage":{"input_tokens":10,"output_tokens":20}})", 10, 20},
         {R"({"candidates":[],"usageMetadata":{"promptTokenCount":5,"candidatesTokenCount":6}})", 5, 6},
+        // thinking tokens are completion tokens, tool-use prompt tokens prompt tokens (as translated)
+        {R"({"usageMetadata":{"promptTokenCount":5,"candidatesTokenCount":6,"thoughtsTokenCount":20,"toolUsePromptTokenCount":2}})", 7, 26},
+        {R"({"usageMetadata":{"promptTokenCount":5,"thoughtsTokenCount":20}})", 5, 20},
         {R"([{"usageMetadata":{"promptTokenCount":5,"candidatesTokenCount":1}},{"usageMetadata":{"promptTokenCount":5,"candidatesTokenCount":9}}])", 5, 9},
         {R"({"data":[{"embedding":[0.1,0.2]}],"usage":{"prompt_tokens":8,"total_tokens":8}})", 8, 0},
     };

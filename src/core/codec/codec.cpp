@@ -21,9 +21,13 @@ namespace {
 
 struct NullScan : rj::BaseReaderHandler<rj::UTF8<>, NullScan> {};
 
-// Usage fields of one document; -1: absent or not a count.
+// Usage fields of one document; -1: absent or not a count. Gemini's parts:
+// prompt and tool-use prompt tokens are the prompt, candidates and thoughts
+// tokens the completion (thinking counts as completion, as the translating
+// codec counts it: gemini_reader.cpp).
 struct UsageFields {
     std::int64_t prompt = -1, completion = -1;
+    std::int64_t gem_prompt = -1, gem_tool_prompt = -1, gem_candidates = -1, gem_thoughts = -1;
 };
 
 // SAX scan for the known usage shapes; iterative, nothing stored but the
@@ -39,7 +43,7 @@ struct UsageScan : CountHandler<UsageScan> {
     UsageFields f;
     std::string model;
 
-    enum Field { kNone, kPrompt, kCompletion };
+    enum Field { kNone, kPrompt, kCompletion, kGemPrompt, kGemToolPrompt, kGemCandidates, kGemThoughts };
 
     Field field_here() const {
         if (depth != frames.size() || depth == 0 || frames.back().array) return kNone;
@@ -56,8 +60,10 @@ struct UsageScan : CountHandler<UsageScan> {
             return kNone;
         }
         if (n == 2 && key(0) == "usageMetadata") {
-            if (last == "promptTokenCount") return kPrompt;
-            if (last == "candidatesTokenCount") return kCompletion;
+            if (last == "promptTokenCount") return kGemPrompt;
+            if (last == "toolUsePromptTokenCount") return kGemToolPrompt;
+            if (last == "candidatesTokenCount") return kGemCandidates;
+            if (last == "thoughtsTokenCount") return kGemThoughts;
         }
         return kNone;
     }
@@ -75,6 +81,10 @@ struct UsageScan : CountHandler<UsageScan> {
         switch (field_here()) {
         case kPrompt: f.prompt = v; break;
         case kCompletion: f.completion = v; break;
+        case kGemPrompt: f.gem_prompt = v; break;
+        case kGemToolPrompt: f.gem_tool_prompt = v; break;
+        case kGemCandidates: f.gem_candidates = v; break;
+        case kGemThoughts: f.gem_thoughts = v; break;
         case kNone: break;
         }
         return true;
@@ -117,6 +127,12 @@ void sniff_usage_fields(std::string_view json, std::int64_t& prompt, std::int64_
         parse_with(json, h);
     } catch (const std::exception&) {
         return;
+    }
+    auto z = [](std::int64_t n) { return n < 0 ? 0 : n; };
+    auto sum = [](std::int64_t a, std::int64_t b) { return a > INT64_MAX - b ? INT64_MAX : a + b; };
+    if (h.f.gem_prompt >= 0 || h.f.gem_tool_prompt >= 0) h.f.prompt = sum(z(h.f.gem_prompt), z(h.f.gem_tool_prompt));
+    if (h.f.gem_candidates >= 0 || h.f.gem_thoughts >= 0) {
+        h.f.completion = sum(z(h.f.gem_candidates), z(h.f.gem_thoughts));
     }
     if (h.f.prompt >= 0) prompt = h.f.prompt;
     if (h.f.completion >= 0) completion = h.f.completion;
