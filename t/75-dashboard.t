@@ -42,7 +42,10 @@ my @USERS = (
 
 sub gateway {
     my (%o) = @_;
+    # A long directory: the configuration's warnings name their file, and a
+    # long path must stay inside its card (the Warnings card overflowed).
     return Gw::Nginx->start(workers => 1, vars => { MOCK => $mock->port },
+                            prefix_template => 'llmgw_nginx_a_rather_long_directory_name_for_the_warnings_card_XXXXXX',
                             conf => GwMeter::conf(users => \@USERS, http => $o{http} // '',
                                                   server => "    location /ops/admin { llm_gateway_admin; }\n"));
 }
@@ -188,6 +191,11 @@ subtest 'with the admin key: every view, with traffic on the gateway' => sub {
 
     # Overview.
     like($s->{overview}{text}, qr/replica\n\S+/, 'overview: the replica');
+    like($s->{overview}{text}, qr{has no key=}, 'overview: the warning of the provider without a key, with its file');
+    for my $v (@views) {
+        is_deeply($s->{$v}{overflowing}, [], "$v: every card holds its content");
+    }
+    is_deeply($s->{narrowOverview}{overflowing}, [], 'overview on a narrow screen: every card holds its content');
     like($s->{overview}{text}, qr/type\nthis nginx only \(shared memory\)\nstate\nup/, 'overview: the store, up');
     is(scalar @{ $s->{overview}{tables}{providers}{rows} || [] }, 1, 'overview: one provider');
     is($s->{overview}{tables}{providers}{rows}[0]{name}, 'mock', 'overview: the provider by name');

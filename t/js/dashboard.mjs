@@ -78,6 +78,9 @@ try {
       view: v ? v.dataset.view : null,
       text: document.getElementById('view').innerText,
       empties: [...document.querySelectorAll('#view .empty')].map((e) => e.textContent),
+      // Cards whose content is wider than the card (a long word, a file path): their titles.
+      overflowing: [...document.querySelectorAll('#view .card')].filter((c) => c.scrollWidth > c.clientWidth + 1)
+        .map((c) => (c.querySelector('h2') || c).textContent.slice(0, 60)),
       outage: !!document.querySelector('#view .outage'),
       signinVisible: !document.getElementById('signin').hidden,
       tabsVisible: !document.getElementById('tabs').hidden,
@@ -158,6 +161,10 @@ try {
     await page.click('#tabs button[data-view="usage"]');
     await waitView('usage');
     report.steps.narrow = { scrollWidth: await page.evaluate(() => document.documentElement.scrollWidth) };
+    // The overview on the narrow screen too.
+    await page.click('#tabs button[data-view="overview"]');
+    await waitView('overview');
+    report.steps.narrowOverview = await viewState();
     await shot('usage-narrow');
     await page.setViewportSize({ width: 1360, height: 900 });
   }

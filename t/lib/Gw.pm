@@ -603,8 +603,8 @@ sub _render_conf {
 }
 
 sub _make_prefix {
-    my ($keep) = @_;
-    my $prefix = File::Temp::tempdir('llmgw-nginx-XXXXXX', TMPDIR => 1, CLEANUP => !$keep);
+    my ($keep, $template) = @_;
+    my $prefix = File::Temp::tempdir($template // 'llmgw-nginx-XXXXXX', TMPDIR => 1, CLEANUP => !$keep);
     # Workers run as "nobody" when the tests run as root: they must be able
     # to reach the temp dirs below the prefix.
     chmod 0755, $prefix;
@@ -684,7 +684,7 @@ sub start {
         pid     => $$,
         stopped => 0,
     }, $class;
-    $self->{prefix} = Gw::_make_prefix($o{keep} // $ENV{LLMGW_KEEP});
+    $self->{prefix} = Gw::_make_prefix($o{keep} // $ENV{LLMGW_KEEP}, $o{prefix_template});
     $self->{conf_file} = "$self->{prefix}/conf/nginx.conf";
 
     my $attempts = 3;    # a chosen free port may be taken by another test meanwhile
