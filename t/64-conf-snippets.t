@@ -136,4 +136,23 @@ for my $c (@CASES) {
     };
 }
 
+# make run's example (conf/example.conf, rendered as scripts/run-example
+# renders it): nginx -t passes without a single warning, so the first thing
+# a newcomer sees is clean.
+subtest 'conf/example.conf: nginx -t without warnings' => sub {
+    my $ex = File::Temp::tempdir('llmgw-example-XXXXXX', TMPDIR => 1, CLEANUP => 1);
+    mkdir "$ex/$_" for qw(conf logs tmp);
+    my $text = Gw::_slurp("$REPO/conf/example.conf");
+    my %sub = (MODULE => Gw::module_path(), PORT => Gw::free_port(), DEMO_PORT => Gw::free_port(),
+               TOOLS_PORT => Gw::free_port());
+    $text =~ s/%%(\w+)%%/$sub{$1} \/\/ die "unknown placeholder $1"/ge;
+    Gw::_spew("$ex/conf/nginx.conf", $text);
+    Gw::_spew("$ex/conf/$_", Gw::_slurp("$REPO/conf/$_")) for qw(gateway-errors.conf gateway-log.conf);
+    my $r = Gw::run([Gw::nginx_bin(), '-t', '-p', "$ex/", '-e', 'logs/error.log', '-c', "$ex/conf/nginx.conf"],
+                    timeout => 30);
+    is($r->{exit}, 0, 'nginx -t passes') or diag("$r->{stdout}$r->{stderr}");
+    my @warn = grep { /\[(warn|error|crit|alert|emerg)\]/ } split /\n/, "$r->{stdout}$r->{stderr}";
+    is_deeply(\@warn, [], 'and warns about nothing');
+};
+
 done_testing();
