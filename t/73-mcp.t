@@ -71,6 +71,9 @@ sub conf {
     my $server = "location = /mcp { llm_gateway_mcp session_key=literal:$SESSION_KEY list_timeout=2s; }\n"
                . "    location /mcp/ { llm_gateway_target_proxy mcp; }\n"
                . "    location /a2a/ { llm_gateway_target_proxy agent; }\n"
+               . "    location /pub-a2a/ { llm_gateway_public_url https://gw.example.com/llm/; llm_gateway_target_proxy agent; }\n"
+               . "    location /fwd-a2a/ { llm_gateway_public_url \$http_x_forwarded_proto://\$http_x_forwarded_host;"
+               . " llm_gateway_target_proxy agent; }\n"
                . "    location /admin { llm_gateway_admin; }\n"
                . internal_location('alpha', 'ALPHA', '/mcp')
                . internal_location('gamma', 'GAMMA', '/mcp')
@@ -320,6 +323,38 @@ subtest 'per-target proxy for a tool server: the official client, credentials st
     GwConf::is_envelope($r, 404, 'invalid_request_error', 'unknown_target', 'an unknown tool server: 404');
     $r = Gw::http(POST => $ng->url('/mcp/beta'), body => '{}');
     is($r->{status}, 401, 'no key: 401');
+};
+
+subtest 'the agent card behind a load balancer: llm_gateway_public_url' => sub {
+    my $card = sub {
+        my ($path, %h) = @_;
+        my $r = Gw::http(GET => $ng->url("$path/echo/.well-known/agent-card.json"),
+                         headers => { %{ GwConf::bearer($KEY{alice}) }, %h });
+        return ($r->{status}, ($r->{json} // {})->{url} // '');
+    };
+    my ($st, $url) = $card->('/pub-a2a');
+    is($st, 200, 'the card: 200');
+    like($url, qr{^https://gw\.example\.com/llm/pub-a2a/echo(/|$)}, "a literal public URL: $url");
+    ($st, $url) = $card->('/fwd-a2a', 'X-Forwarded-Proto' => 'https', 'X-Forwarded-Host' => 'lb.example.com:8443');
+    like($url, qr{^https://lb\.example\.com:8443/fwd-a2a/echo(/|$)}, "from the forwarding headers the operator trusts: $url");
+    my $from = length $ng->error_log;
+    ($st, $url) = $card->('/fwd-a2a', 'X-Forwarded-Proto' => 'https', 'X-Forwarded-Host' => 'evil.example/x?y=<1>');
+    my $own = $ng->url('/fwd-a2a/echo');
+    like($url, qr{^\Q$own\E(/|$)}, 'a value that is not a URL: the connection\'s scheme and Host instead');
+    like(substr($ng->error_log, $from), qr/\[warn\].*llm_gateway_public_url .*the public URL's path may not hold a query/,
+         'and a warning says why');
+    ($st, $url) = $card->('/a2a');
+    like($url, qr{^\Q${\ $ng->url('/a2a/echo')}\E(/|$)}, 'without the directive: as before');
+    for my $case (['ftp://gw.example.com', qr/llm_gateway_public_url: the public URL must start with http:\/\/ or https:\/\//],
+                  ['https://gw.example.com/a?b', qr/path may not hold a query/],
+                  ['https://:8443', qr/has no valid host/]) {
+        my ($rc, $out, $file) = Gw::nginx_t(GwConf::gateway(server => "location /a/ { llm_gateway_public_url $case->[0]; "
+                                                                    . "llm_gateway_target_proxy agent; }"),
+                                            vars => { MOCK => 1 });
+        isnt($rc, 0, "$case->[0]: nginx -t fails");
+        like($out, $case->[1], "$case->[0]: the sentence says why");
+        like($out, qr/ in \Q$file\E:\d+/, "$case->[0]: file and line");
+    }
 };
 
 subtest 'per-target proxy for an agent: the official A2A client, the card rewritten, events' => sub {

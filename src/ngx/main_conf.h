@@ -92,6 +92,9 @@ struct LocConf {
     ngx_array_t* metrics_allow;   // metrics: ngx_cidr_t that may scrape without a key (nullptr: none)
     bool metrics_model_label;     // metrics: the per-provider-and-model families
     McpEndpoint* mcp;             // llm_gateway_mcp: its settings
+    // llm_gateway_public_url: where clients reach the gateway (the base of
+    // rewritten agent cards); nullptr: the connection's scheme and Host.
+    ngx_http_complex_value_t* public_url;
 };
 
 }  // namespace llmgw

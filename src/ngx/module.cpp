@@ -89,6 +89,8 @@ ngx_command_t commands[] = {
     {ngx_string("llm_gateway_mcp"), NGX_HTTP_LOC_CONF | NGX_CONF_ANY, set_mcp, NGX_HTTP_LOC_CONF_OFFSET, 0, nullptr},
     {ngx_string("llm_gateway_target_proxy"), NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1, set_target_proxy,
      NGX_HTTP_LOC_CONF_OFFSET, 0, nullptr},
+    {ngx_string("llm_gateway_public_url"), NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1,
+     set_public_url, NGX_HTTP_LOC_CONF_OFFSET, offsetof(LocConf, public_url), nullptr},
     {ngx_string("llm_gateway_max_body_size"), NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1,
      ngx_conf_set_off_slot, NGX_HTTP_LOC_CONF_OFFSET, offsetof(LocConf, max_body_size), nullptr},
     ngx_null_command};
@@ -251,6 +253,7 @@ void* create_loc_conf(ngx_conf_t* cf) {
     if (lcf == nullptr) return nullptr;
     lcf->mode = NGX_CONF_UNSET_UINT;
     lcf->max_body_size = NGX_CONF_UNSET;
+    lcf->public_url = static_cast<ngx_http_complex_value_t*>(NGX_CONF_UNSET_PTR);
     return lcf;
 }
 
@@ -260,6 +263,7 @@ char* merge_loc_conf(ngx_conf_t* cf, void* parent, void* child) {
     // The endpoint a location serves is its own, never inherited.
     if (conf->mode == NGX_CONF_UNSET_UINT) conf->mode = kModeNone;
     ngx_conf_merge_off_value(conf->max_body_size, prev->max_body_size, 10 * 1024 * 1024);
+    ngx_conf_merge_ptr_value(conf->public_url, prev->public_url, nullptr);
 
     if (conf->mode != kModeNone) {
         // In a gateway location the body bound is llm_gateway_max_body_size:

@@ -131,3 +131,28 @@ TEST(TargetsView, SortedWithAccessStatesAndCounters) {
               R"({"kind":"mcp","name":"alpha","url":"/_mcp/alpha","location":"/_mcp/alpha","federated":true,"access":null,"requests":{"min":5,"hour":6,"day":7,"month":8}},)"
               R"({"kind":"mcp","name":"beta","url":"https://tools.example:8443/mcp","location":"/_mcp/beta","federated":true,"access":[],"requests":{"min":9,"hour":10,"day":11,"month":12}}]})");
 }
+
+// llm_gateway_public_url: an http(s) URL with a host, an optional port and
+// path; a trailing '/' dropped; anything else refused with a sentence.
+TEST(AgentCard, PublicBase) {
+    std::string out, err;
+    ASSERT_TRUE(public_base("https://gw.example.com", out, err)) << err;
+    EXPECT_EQ(out, "https://gw.example.com");
+    ASSERT_TRUE(public_base("https://gw.example.com/llm/", out, err)) << err;
+    EXPECT_EQ(out, "https://gw.example.com/llm");
+    ASSERT_TRUE(public_base("http://10.0.0.1:8080/", out, err)) << err;
+    EXPECT_EQ(out, "http://10.0.0.1:8080");
+    ASSERT_TRUE(public_base("https://[::1]:8443", out, err)) << err;
+    EXPECT_EQ(out, "https://[::1]:8443");
+    for (const char* bad : {"", "ftp://x", "https://", "https://:80", "https://a b", "https://x:port", "https://x:123456",
+                            "https://[zz]", "https://x/a?b", "https://x/a#b", "https://user@x", "https://x/a b",
+                            "https://x/\x01", "://x", "https://x\xc3\xa9"}) {
+        out = "unchanged";
+        err.clear();
+        EXPECT_FALSE(public_base(bad, out, err)) << bad;
+        EXPECT_FALSE(err.empty()) << bad;
+        EXPECT_EQ(out, "unchanged") << bad;
+    }
+    EXPECT_FALSE(public_base("https://x/" + std::string(3000, 'a'), out, err));
+    EXPECT_EQ(err, "the public URL is longer than 2048 bytes");
+}

@@ -1,6 +1,8 @@
 // Agent card URLs rewritten to the gateway's own path.
 #include "core/targets/agent_card.h"
 
+#include <cctype>
+
 #include "core/json/text_checks.h"
 
 #include <rapidjson/document.h>
@@ -85,6 +87,73 @@ bool rewrite_agent_card(std::string_view card, std::string_view target_path, std
     rj::Writer<rj::StringBuffer> w(buf);
     doc.Accept(w);
     out.assign(buf.GetString(), buf.GetSize());
+    return true;
+}
+
+bool public_base(std::string_view url, std::string& out, std::string& err) {
+    constexpr std::size_t kMax = 2048;
+    if (url.size() > kMax) {
+        err = "the public URL is longer than 2048 bytes";
+        return false;
+    }
+    std::string_view rest;
+    if (url.substr(0, 7) == "http://") {
+        rest = url.substr(7);
+    } else if (url.substr(0, 8) == "https://") {
+        rest = url.substr(8);
+    } else {
+        err = "the public URL must start with http:// or https://";
+        return false;
+    }
+    const std::size_t slash = rest.find('/');
+    const std::string_view host = rest.substr(0, slash);
+    const std::string_view path = slash == std::string_view::npos ? std::string_view() : rest.substr(slash);
+    auto host_ok = [](std::string_view h) {
+        if (h.empty()) return false;
+        std::string_view name = h, port;
+        if (h.front() == '[') {
+            const std::size_t close = h.find(']');
+            if (close == std::string_view::npos || close < 2) return false;
+            for (char c : h.substr(1, close - 1)) {
+                if (!(std::isxdigit(static_cast<unsigned char>(c)) || c == ':' || c == '.')) return false;
+            }
+            const std::string_view after = h.substr(close + 1);
+            if (!after.empty() && after.front() != ':') return false;
+            port = after.empty() ? after : after.substr(1);
+            name = {};
+        } else {
+            const std::size_t colon = h.find(':');
+            if (colon != std::string_view::npos) {
+                port = h.substr(colon + 1);
+                name = h.substr(0, colon);
+                if (port.empty()) return false;
+            }
+            if (name.empty()) return false;
+            for (char c : name) {
+                if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' || c == '_')) return false;
+            }
+        }
+        if (port.size() > 5) return false;
+        for (char c : port) {
+            if (c < '0' || c > '9') return false;
+        }
+        return true;
+    };
+    if (!host_ok(host)) {
+        err = "the public URL has no valid host (a name, an address or [IPv6], with an optional :port)";
+        return false;
+    }
+    for (char c : path) {
+        const unsigned char u = static_cast<unsigned char>(c);
+        if (u <= 0x20 || u >= 0x7f || c == '?' || c == '#' || c == '"' || c == '<' || c == '>' || c == '\\' ||
+            c == '^' || c == '`' || c == '{' || c == '|' || c == '}') {
+            err = "the public URL's path may not hold a query, a fragment, a space or that byte";
+            return false;
+        }
+    }
+    std::string_view base = url;
+    while (!base.empty() && base.back() == '/' && base.size() > url.size() - path.size()) base.remove_suffix(1);
+    out.assign(base);
     return true;
 }
 

@@ -23,4 +23,12 @@ bool rewrite_agent_card(std::string_view card, std::string_view target_path, std
 // One URL as the card rewrite maps it.
 std::string gateway_url(std::string_view url, std::string_view target_path, std::string_view gateway_base);
 
+// llm_gateway_public_url's value: where clients reach this gateway, as they
+// reach it ("https://gateway.example.com", "https://example.com/llm"): an
+// http or https scheme, a host (a name, an IPv4 address or an IPv6 one in
+// brackets) with an optional port, an optional path; no query, no
+// fragment, no user, no space or control byte, at most 2048 bytes. The path's
+// trailing '/' is dropped (out). false with err a sentence otherwise.
+bool public_base(std::string_view url, std::string& out, std::string& err);
+
 }  // namespace llmgw

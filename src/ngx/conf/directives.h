@@ -33,5 +33,6 @@ char* set_mcp_server(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
 char* set_agent(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
 char* set_mcp(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
 char* set_target_proxy(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
+char* set_public_url(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
 
 }  // namespace llmgw

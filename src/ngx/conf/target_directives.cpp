@@ -4,7 +4,9 @@
 #include <openssl/rand.h>
 
 #include "core/config/secret.h"
+#include "core/targets/agent_card.h"
 #include "ngx/conf/conf_util.h"
+#include "ngx/http/respond.h"
 #include "ngx/conf/directives.h"
 #include "ngx/main_conf.h"
 #include "ngx/ngx_incl.h"
@@ -119,6 +121,23 @@ char* set_mcp(ngx_conf_t* cf, ngx_command_t*, void* conf) {
 }
 char* set_target_proxy(ngx_conf_t* cf, ngx_command_t*, void* conf) {
     return guarded_setter(cf, target_proxy, static_cast<LocConf*>(conf));
+}
+
+// llm_gateway_public_url: a value with variables is checked per request
+// (an invalid one falls back to the connection's scheme and Host); one
+// without is checked now.
+char* set_public_url(ngx_conf_t* cf, ngx_command_t* cmd, void* conf) {
+    char* rv = ngx_http_set_complex_value_slot(cf, cmd, conf);
+    if (rv != NGX_CONF_OK) return rv;
+    const ngx_http_complex_value_t* cv = static_cast<LocConf*>(conf)->public_url;
+    if (cv->lengths != nullptr) return NGX_CONF_OK;
+    try {
+        std::string base, err;
+        if (!public_base(sv(cv->value), base, err)) return conf_error(cf, "llm_gateway_public_url: " + err);
+    } catch (...) {
+        return static_cast<char*>(NGX_CONF_ERROR);
+    }
+    return NGX_CONF_OK;
 }
 
 }  // namespace llmgw

@@ -29,14 +29,39 @@ bool is_card_request(ngx_http_request_t* r, const RequestCtx& ctx) {
 
 // "<scheme>://<host>" + the location's prefix + the agent's name: where a
 // client reaches the agent through this gateway (the Host nginx validated).
+// With llm_gateway_public_url, its value instead of "<scheme>://<host>"
+// (behind a load balancer that terminates TLS, the client's connection to
+// nginx is not the one its client sees).
 std::string gateway_base(ngx_http_request_t* r, const RequestCtx& ctx) {
     auto* lcf = static_cast<LocConf*>(ngx_http_get_module_loc_conf(r, ngx_http_llm_gateway_module));
-    std::string base = r->connection->ssl != nullptr ? "https://" : "http://";
-    if (r->headers_in.host != nullptr) {
-        base.append(sv(r->headers_in.host->value));
-    } else {
-        auto* cscf = static_cast<ngx_http_core_srv_conf_t*>(ngx_http_get_module_srv_conf(r, ngx_http_core_module));
-        base.append(sv(r->headers_in.server.len ? r->headers_in.server : cscf->server_name));
+    std::string base;
+    if (lcf->public_url != nullptr) {
+        ngx_str_t v = ngx_null_string;
+        std::string err;
+        if (ngx_http_complex_value(r, lcf->public_url, &v) != NGX_OK) {
+            err = "could not be evaluated";
+        } else if (!public_base(sv(v), base, err)) {
+            base.clear();
+        }
+        if (!err.empty()) {
+            ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                          "llm_gateway: llm_gateway_public_url \"%s\": %s; the agent card names the connection's "
+                          "scheme and Host",
+                          log_value(std::string(sv(v))).c_str(), log_text(err).c_str());
+        } else {
+            ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0, "llm_gateway: agent card base %s",
+                           log_value(base).c_str());
+        }
+    }
+    if (base.empty()) {
+        base = r->connection->ssl != nullptr ? "https://" : "http://";
+        if (r->headers_in.host != nullptr) {
+            base.append(sv(r->headers_in.host->value));
+        } else {
+            auto* cscf =
+                static_cast<ngx_http_core_srv_conf_t*>(ngx_http_get_module_srv_conf(r, ngx_http_core_module));
+            base.append(sv(r->headers_in.server.len ? r->headers_in.server : cscf->server_name));
+        }
     }
     std::string_view prefix = sv(lcf->prefix);
     base.append(prefix);
