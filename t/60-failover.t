@@ -232,4 +232,61 @@ subtest 'a client gone during a wait ends it' => sub {
 };
 
 $ng->stop;
+
+# ------------------------------------------- retries and breaker per provider
+subtest 'retries, backoff and breaker per provider (llm_gateway_provider)' => sub {
+    my @pp = ({ name => 'flaky', type => 'openai', key => 'sk-flaky', models => 'gpt-4o-mini',
+                params => 'retries=3 retry_backoff=1ms,5ms breaker=off' },
+              { name => 'dear', type => 'openai', key => 'sk-dear', models => 'gpt-4o',
+                params => 'retries=0 breaker_failures=2 breaker_open=1h' },
+              { name => 'plain', type => 'openai', key => 'sk-plain', models => 'gpt-4o-nano' });
+    # The http level: one retry, a 50 ms backoff, a breaker after 5.
+    my $g = Gw::Nginx->start(workers => 1, vars => { MOCK => $mock->port, RPORT => $rd->port },
+        conf => GwConf::gateway(providers => \@pp, retries => 1, breaker => 'failures=5 open=30s',
+                                http => "llm_gateway_user alice key=$KEY;\nllm_gateway_retry_backoff 50ms 50ms;\n"
+                                      . "llm_gateway_user root key=sk-fo-root-9 admin;\n",
+                                server => "location /admin { llm_gateway_admin; }"));
+    my $fail = sub { $mock->reset; $mock->script({ match => { path => '/v1/chat/completions' }, status => 500, times => 100,
+                                                   json => { error => { message => 'x' } } }) };
+    $fail->();
+    is(chat($g, 'flaky/gpt-4o-mini')->{status}, 500, 'flaky: the failure is the answer');
+    is(scalar @{ $mock->requests }, 4, 'flaky: tried 4 times (retries=3), the http level says 2');
+    $fail->();
+    is(chat($g, 'plain/gpt-4o-nano')->{status}, 500, 'plain: the failure is the answer');
+    is(scalar @{ $mock->requests }, 2, 'plain: tried twice (the http level\'s llm_gateway_retries 1)');
+    $fail->();
+    is(chat($g, 'dear/gpt-4o')->{status}, 500, 'dear: 500') for 1 .. 2;
+    is(scalar @{ $mock->requests }, 2, 'dear: one call per request (retries=0)');
+    $fail->();
+    my $r = chat($g, 'dear/gpt-4o');
+    is($r->{status}, 503, 'dear: its breaker opened after its own 2 failures (the http level says 5)');
+    is(scalar @{ $mock->requests }, 0, 'dear: skipped, nothing sent');
+    $fail->();
+    is(chat($g, 'flaky/gpt-4o-mini')->{status}, 500, 'flaky: breaker=off, still called') for 1 .. 2;
+    is(scalar @{ $mock->requests }, 8, 'flaky: 4 calls each time');
+    my $c = Gw::http(GET => $g->url('/admin/api/config'), headers => { Authorization => 'Bearer sk-fo-root-9' });
+    my %byname = map { $_->{name} => $_ } @{ $c->{json}{providers} || [] };
+    is_deeply([@{ $byname{flaky} }{qw(retries retryBackoffMs retryBackoffMaxMs breaker)}], [3, 1, 5, undef],
+              'config route: flaky\'s effective values');
+    is_deeply([@{ $byname{dear} }{qw(retries retryBackoffMs retryBackoffMaxMs)}], [0, 50, 50], 'dear: its retries, the http backoff');
+    is_deeply($byname{dear}{breaker}, { failures => 2, openMs => 3600000 }, 'dear: its breaker');
+    is_deeply($byname{plain}{breaker}, { failures => 5, openMs => 30000 }, 'plain: the http level\'s breaker');
+    my $o = Gw::http(GET => $g->url('/admin/api/overview'), headers => { Authorization => 'Bearer sk-fo-root-9' });
+    my ($ov) = grep { $_->{name} eq 'flaky' } @{ $o->{json}{providers} || [] };
+    is($ov->{retries}, 3, 'overview: flaky retries 3');
+    $g->stop;
+    for my $case (['retries=11', qr/retries= of llm_gateway_provider "x" must be a number from 0 to 10/],
+                  ['retry_backoff=2s,1s', qr/retry_backoff= of llm_gateway_provider "x" must be two times, base,max/],
+                  ['breaker_failures=0', qr/breaker_failures= of llm_gateway_provider "x" must be a number from 1 to 1000/],
+                  ['breaker_open=5h', qr/breaker_open= of llm_gateway_provider "x" must be a time from 1s to 1h/],
+                  ['breaker=off breaker_open=10s', qr/breaker=off and breaker_open= contradict/]) {
+        my ($rc, $out, $file) = Gw::nginx_t(GwConf::gateway(providers => [{ name => 'x', key => 'sk-x', models => 'm',
+                                                                             params => $case->[0] }]),
+                                            vars => { MOCK => 1 });
+        isnt($rc, 0, "$case->[0]: nginx -t fails");
+        like($out, $case->[1], "$case->[0]: the sentence says why");
+        like($out, qr/ in \Q$file\E:\d+/, "$case->[0]: file and line");
+    }
+};
+
 done_testing();

@@ -55,6 +55,7 @@ sub provider_directive {
     $d .= " default" if $p{default};
     $d .= " discover=$p{discover}" if defined $p{discover};
     $d .= " groups=$p{groups}" if defined $p{groups};
+    $d .= " $p{params}" if defined $p{params};   # more parameters as written (retries=2 breaker=off ...)
     return "$d;\n";
 }
 

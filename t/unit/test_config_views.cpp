@@ -66,10 +66,44 @@ TEST(ConfigViews, ConsumersAndConfigCarryNoSecret) {
     EXPECT_EQ(c.find("sk-very-secret"), std::string::npos);
     EXPECT_NE(c.find(R"("key":"env:OPENAI_API_KEY")"), std::string::npos) << c;
     EXPECT_NE(c.find(R"("name":"vault","type":"openai","location":"/_llm/vault","key":null,"models":["m"],"default":false,)"
-                     R"("discoverSeconds":0,"groups":["vip"])"), std::string::npos) << c;
+                     R"("discoverSeconds":0,"retries":1,"retryBackoffMs":0,"retryBackoffMaxMs":0,"breaker":null,)"
+                     R"("groups":["vip"])"), std::string::npos) << c;
     EXPECT_NE(c.find(R"("groups":null)"), std::string::npos) << c;
     EXPECT_NE(c.find(R"("store":{"type":"redis","url":"redis://:***@10.0.0.1:6379/0","failOpen":true})"), std::string::npos) << c;
     EXPECT_NE(c.find(R"("breaker":null)"), std::string::npos) << c;
+}
+
+// A provider's own retries, backoff and breaker (llm_gateway_provider)
+// over the http level's: each value it sets, the others inherited.
+TEST(ConfigViews, EffectiveResiliencePerProvider) {
+    Resilience http;
+    http.retries = 1;
+    http.backoff_base_ms = 250;
+    http.backoff_max_ms = 2000;
+    http.breaker_failures = 5;
+    http.breaker_open_ms = 30000;
+    Resilience own;
+    own.retries = 3;
+    own.breaker_open_ms = 5000;
+    const Resilience r = own.over(http);
+    EXPECT_EQ(r.retries, 3);
+    EXPECT_EQ(r.backoff_base_ms, 250);
+    EXPECT_EQ(r.backoff_max_ms, 2000);
+    EXPECT_EQ(r.breaker_failures, 5);
+    EXPECT_EQ(r.breaker_open_ms, 5000);
+    Resilience off;
+    off.retries = 0;
+    off.breaker_failures = 0;
+    JsonWriter w;
+    w.begin_object();
+    write_resilience(w, off.over(http));
+    w.end_object();
+    EXPECT_EQ(w.take(), R"({"retries":0,"retryBackoffMs":250,"retryBackoffMaxMs":2000,"breaker":null})");
+    JsonWriter w2;
+    w2.begin_object();
+    write_resilience(w2, r);
+    w2.end_object();
+    EXPECT_EQ(w2.take(), R"({"retries":3,"retryBackoffMs":250,"retryBackoffMaxMs":2000,"breaker":{"failures":5,"openMs":5000}})");
 }
 
 }  // namespace

@@ -89,6 +89,7 @@ std::string render_config(const GatewayConfig& cfg, const Directory& dir, const 
         for (const auto& m : p.models) w.str(m);
         w.end_array();
         w.field("default", p.is_default).field("discoverSeconds", p.discover_ms / 1000);
+        write_resilience(w, p.resilience.over(resilience_of(s)));
         provider_access(w, p);
         w.field("definedIn", p.where).end_object();
     }
@@ -129,17 +130,31 @@ std::string render_config(const GatewayConfig& cfg, const Directory& dir, const 
     } else {
         w.str(s.users_file);
     }
-    w.field("retries", s.retries).field("retryBackoffMs", s.backoff_base_ms).field("retryBackoffMaxMs", s.backoff_max_ms);
-    w.key("breaker");
-    if (s.breaker_failures <= 0) {
-        w.null();
-    } else {
-        w.begin_object().field("failures", s.breaker_failures).field("openMs", s.breaker_open_ms).end_object();
-    }
+    write_resilience(w, resilience_of(s));
     w.field("allowUnpriced", s.allow_unpriced).field("maxTokensPerRequest", s.max_tokens_per_request);
     w.end_object();
     w.end_object();
     return w.take();
+}
+
+Resilience resilience_of(const ConfigSettings& s) {
+    Resilience r;
+    r.retries = s.retries;
+    r.backoff_base_ms = s.backoff_base_ms;
+    r.backoff_max_ms = s.backoff_max_ms;
+    r.breaker_failures = s.breaker_failures;
+    r.breaker_open_ms = s.breaker_open_ms;
+    return r;
+}
+
+void write_resilience(JsonWriter& w, const Resilience& r) {
+    w.field("retries", r.retries).field("retryBackoffMs", r.backoff_base_ms).field("retryBackoffMaxMs", r.backoff_max_ms);
+    w.key("breaker");
+    if (r.breaker_failures <= 0) {
+        w.null();
+    } else {
+        w.begin_object().field("failures", r.breaker_failures).field("openMs", r.breaker_open_ms).end_object();
+    }
 }
 
 }  // namespace llmgw

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/config/gwconfig.h"
+#include "core/json/writer.h"
 #include "core/metering/pricing.h"
 
 namespace llmgw {
@@ -36,5 +37,13 @@ struct ConfigSettings {
 
 // GET /admin/api/config: providers, aliases, groups, users and settings.
 std::string render_config(const GatewayConfig& cfg, const Directory& dir, const ConfigSettings& s);
+
+// The http level's retries, backoff and breaker in s.
+Resilience resilience_of(const ConfigSettings& s);
+// Effective retries, backoff and breaker as fields of the object being
+// written: "retries", "retryBackoffMs", "retryBackoffMaxMs", "breaker"
+// (null when off, else {failures, openMs}); the http level's and each
+// provider's in the config document and the overview.
+void write_resilience(JsonWriter& w, const Resilience& r);
 
 }  // namespace llmgw

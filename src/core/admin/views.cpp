@@ -1,5 +1,7 @@
 #include "core/admin/views.h"
 
+#include "core/admin/config_views.h"
+
 #include <algorithm>
 #include <unordered_set>
 
@@ -122,6 +124,7 @@ std::string render_overview(const OverviewInput& in) {
             w.key("models").begin_array();
             for (const auto& m : p.models) w.str(m);
             w.end_array().field("default", p.is_default);
+            write_resilience(w, p.resilience.over(in.resilience));
             if (i < in.health.size() && in.health[i].known) {
                 const ProviderHealth& h = in.health[i];
                 w.key("health").begin_object().field("state", h.state);

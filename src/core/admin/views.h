@@ -62,6 +62,7 @@ struct OverviewInput {
     // features beyond the store and the users file
     bool passthrough = false, metrics = false, breaker = false;
     std::int64_t retries = 0;
+    Resilience resilience;                      // the http level's: each provider shows its own over it
     // the discovered model lists (cache), by provider index; -1: no discovery
     std::vector<std::int64_t> discovered;
     std::vector<std::string> warnings;          // logged while the configuration was built

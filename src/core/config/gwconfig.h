@@ -17,6 +17,27 @@
 
 namespace llmgw {
 
+// A provider's retries, backoff and breaker (llm_gateway_provider's
+// retries=, retry_backoff=, breaker=off, breaker_failures=, breaker_open=);
+// -1: the http level's (llm_gateway_retries, llm_gateway_retry_backoff,
+// llm_gateway_breaker).
+struct Resilience {
+    std::int64_t retries = -1;
+    std::int64_t backoff_base_ms = -1, backoff_max_ms = -1;
+    std::int64_t breaker_failures = -1;   // 0: off
+    std::int64_t breaker_open_ms = -1;
+    // Each value of this one that is set, the others from defaults.
+    Resilience over(const Resilience& defaults) const {
+        Resilience r = defaults;
+        if (retries >= 0) r.retries = retries;
+        if (backoff_base_ms >= 0) r.backoff_base_ms = backoff_base_ms;
+        if (backoff_max_ms >= 0) r.backoff_max_ms = backoff_max_ms;
+        if (breaker_failures >= 0) r.breaker_failures = breaker_failures;
+        if (breaker_open_ms >= 0) r.breaker_open_ms = breaker_open_ms;
+        return r;
+    }
+};
+
 struct ProviderConf {
     std::string name;             // ^[A-Za-z0-9._-]+$, not "admin"
     ProviderType type = ProviderType::OpenAI;
@@ -33,6 +54,7 @@ struct ProviderConf {
     std::vector<std::string> groups;   // groups=: the groups that may use it (restricted only)
     bool restricted = false;           // false: every group may
     std::string where;            // "file:line" of the directive
+    Resilience resilience;        // its own; the effective values are resilience.over(the http level's)
 
     bool open_to(std::string_view group) const {
         if (!restricted) return true;

@@ -168,6 +168,7 @@ ngx_int_t overview(ngx_http_request_t* r, RequestCtx* ctx) {
     in.metrics = st.has_metrics;
     in.breaker = mcf->breaker_failures > 0;
     in.retries = mcf->retries;
+    in.resilience = http_resilience(*mcf);
     in.warnings = st.warnings;
     for (std::size_t i = 0; i < st.config.providers().size(); ++i) {
         in.discovered.push_back(st.config.providers()[i].discover_ms > 0

@@ -187,11 +187,13 @@ bool next_attempt(ngx_http_request_t* r, RequestCtx* ctx, Call& failed) {
     const std::int64_t ra = failed.retry_after.empty() ? -1 : parse_retry_after_ms(failed.retry_after, ngx_time());
     if (ra > kMaxRetryAfterMs) ctx->attempts.avoid = failed.provider;   // not waited for, not tried again
     std::int64_t wait = 0;
-    if (ra <= kMaxRetryAfterMs && ctx->attempts.same_target_retries < static_cast<unsigned>(mcf->retries)) {
+    // The failed provider's own retries and backoff (llm_gateway_provider), else the http level's.
+    const Resilience res = provider_resilience(*mcf, failed.provider_index);
+    if (ra <= kMaxRetryAfterMs && ctx->attempts.same_target_retries < static_cast<std::uint64_t>(res.retries)) {
         ++ctx->attempts.same_target_retries;
         Backoff b;
-        b.base_ms = static_cast<std::int64_t>(mcf->backoff_base);
-        b.max_ms = static_cast<std::int64_t>(mcf->backoff_max);
+        b.base_ms = res.backoff_base_ms;
+        b.max_ms = res.backoff_max_ms;
         wait = ra >= 0 ? ra : backoff_ms(b, ctx->attempts.same_target_retries, uniform01());
     } else {
         ++ctx->attempts.target_index;

@@ -30,11 +30,28 @@ ngx_shm_zone_t* add_health_zone(ngx_conf_t* cf, std::size_t providers) {
     return add_shm_zone_of<HealthZone>(cf, &name, size, providers);
 }
 
-BreakerConfig breaker_config(const MainConf& mcf) {
+Resilience http_resilience(const MainConf& mcf) {
+    Resilience r;
+    r.retries = mcf.retries;
+    r.backoff_base_ms = static_cast<std::int64_t>(mcf.backoff_base);
+    r.backoff_max_ms = static_cast<std::int64_t>(mcf.backoff_max);
+    r.breaker_failures = mcf.breaker_failures;
+    r.breaker_open_ms = static_cast<std::int64_t>(mcf.breaker_open);
+    return r;
+}
+
+Resilience provider_resilience(const MainConf& mcf, std::size_t i) {
+    const auto& providers = mcf.state->config.providers();
+    const Resilience http = http_resilience(mcf);
+    return i < providers.size() ? providers[i].resilience.over(http) : http;
+}
+
+BreakerConfig breaker_config(const MainConf& mcf, std::size_t i) {
+    const Resilience r = provider_resilience(mcf, i);
     BreakerConfig c;
-    c.enabled = mcf.breaker_failures > 0;
-    c.failures = mcf.breaker_failures > 0 ? mcf.breaker_failures : 1;
-    c.open_ms = static_cast<std::int64_t>(mcf.breaker_open);
+    c.enabled = r.breaker_failures > 0;
+    c.failures = r.breaker_failures > 0 ? r.breaker_failures : 1;
+    c.open_ms = r.breaker_open_ms;
     return c;
 }
 
@@ -46,13 +63,13 @@ std::int64_t now_ms() {
 BreakerAdmit health_admit(MainConf* mcf, std::size_t i, std::int64_t& retry_at_ms) {
     BreakerAdmit a = BreakerAdmit::Pass;
     retry_at_ms = 0;
-    const BreakerConfig c = breaker_config(*mcf);
+    const BreakerConfig c = breaker_config(*mcf, i);
     with_slot(mcf, i, [&](BreakerSlot& s) { a = breaker_admit(s, c, now_ms(), retry_at_ms); });
     return a;
 }
 
 void health_result(MainConf* mcf, std::size_t i, bool success, bool was_probe) {
-    const BreakerConfig c = breaker_config(*mcf);
+    const BreakerConfig c = breaker_config(*mcf, i);
     with_slot(mcf, i, [&](BreakerSlot& s) { breaker_result(s, c, success, was_probe, now_ms()); });
 }
 

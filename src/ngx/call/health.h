@@ -13,7 +13,13 @@ namespace llmgw {
 
 // add_health_zone registers the zone.
 
-BreakerConfig breaker_config(const MainConf& mcf);
+// The http level's retries, backoff and breaker (llm_gateway_retries,
+// llm_gateway_retry_backoff, llm_gateway_breaker), and provider index i's
+// effective ones (its own over them).
+Resilience http_resilience(const MainConf& mcf);
+Resilience provider_resilience(const MainConf& mcf, std::size_t i);
+// Provider index i's breaker.
+BreakerConfig breaker_config(const MainConf& mcf, std::size_t i);
 
 // The breaker of provider index i (its position in the configuration):
 // admission, result, abandoned probe, and a copy of the slot for views.

@@ -92,9 +92,45 @@ char* provider(ngx_conf_t* cf, GatewayState* st) {
                                           "\" must be a time from 1s to 50s (e.g. discover_timeout=30s)");
             }
             p.discover_timeout_ms = ms;
+        } else if (prm.name == "retries" && prm.has_eq) {
+            const ngx_int_t n = ngx_atoi(reinterpret_cast<u_char*>(const_cast<char*>(prm.value.data())), prm.value.size());
+            if (n < 0 || n > 10) {
+                return conf_error(cf, "retries= of llm_gateway_provider \"" + p.name + "\" must be a number from 0 to 10");
+            }
+            p.resilience.retries = n;
+        } else if (prm.name == "retry_backoff" && prm.has_eq) {
+            const std::size_t comma = prm.value.find(',');
+            ngx_msec_t base = 0, max = 0;
+            if (comma == std::string_view::npos || !conf_time(prm.value.substr(0, comma), base) ||
+                !conf_time(prm.value.substr(comma + 1), max) || base < 1 || max < base || max > 60000) {
+                return conf_error(cf, "retry_backoff= of llm_gateway_provider \"" + p.name +
+                                          "\" must be two times, base,max, with 1ms <= base <= max <= 60s "
+                                          "(e.g. retry_backoff=100ms,1s)");
+            }
+            p.resilience.backoff_base_ms = base;
+            p.resilience.backoff_max_ms = max;
+        } else if (prm.name == "breaker" && prm.has_eq && prm.value == "off") {
+            p.resilience.breaker_failures = 0;
+        } else if (prm.name == "breaker_failures" && prm.has_eq) {
+            const ngx_int_t n = ngx_atoi(reinterpret_cast<u_char*>(const_cast<char*>(prm.value.data())), prm.value.size());
+            if (n < 1 || n > 1000) {
+                return conf_error(cf, "breaker_failures= of llm_gateway_provider \"" + p.name +
+                                          "\" must be a number from 1 to 1000 (breaker=off turns it off)");
+            }
+            p.resilience.breaker_failures = n;
+        } else if (prm.name == "breaker_open" && prm.has_eq) {
+            ngx_msec_t ms = 0;
+            if (!conf_time(prm.value, ms) || ms < 1000 || ms > 3600000) {
+                return conf_error(cf, "breaker_open= of llm_gateway_provider \"" + p.name +
+                                          "\" must be a time from 1s to 1h (e.g. breaker_open=30s)");
+            }
+            p.resilience.breaker_open_ms = ms;
         } else {
             return conf_error(cf, "invalid parameter \"" + param_name(arg(cf, i)) + "\" of llm_gateway_provider");
         }
+    }
+    if (p.resilience.breaker_failures == 0 && p.resilience.breaker_open_ms >= 0) {
+        return conf_error(cf, "llm_gateway_provider \"" + p.name + "\": breaker=off and breaker_open= contradict");
     }
     if (!have_type) return conf_error(cf, "llm_gateway_provider \"" + p.name + "\" needs type=openai, type=anthropic or type=gemini");
     std::string err = st->config.add_provider(std::move(p));
