@@ -42,6 +42,17 @@ const std::string kGeminiStream =
     "data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\" there\"}]},\"finishReason\":\"STOP\"}],"
     "\"usageMetadata\":{\"promptTokenCount\":8,\"candidatesTokenCount\":2,\"totalTokenCount\":10}}\r\n\r\n";
 
+// OpenAI's Responses API stream (POST /v1/responses through the
+// passthrough): the usage comes in response.completed.
+const std::string kResponsesStream =
+    "event: response.created\n"
+    "data: {\"type\":\"response.created\",\"response\":{\"id\":\"resp_1\",\"model\":\"gpt-4o\",\"usage\":null}}\n\n"
+    "event: response.output_text.delta\n"
+    "data: {\"type\":\"response.output_text.delta\",\"delta\":\"Hi\"}\n\n"
+    "event: response.completed\n"
+    "data: {\"type\":\"response.completed\",\"response\":{\"id\":\"resp_1\",\"model\":\"gpt-4o\","
+    "\"usage\":{\"input_tokens\":21,\"output_tokens\":6,\"total_tokens\":27}}}\n\n";
+
 }  // namespace
 
 TEST(CodecPassthrough, RequestUnchanged) {
@@ -135,6 +146,9 @@ TEST(CodecPassthrough, WholeBodiesOfEachShape) {
         {R"({"usageMetadata":{"promptTokenCount":5,"thoughtsTokenCount":20}})", 5, 20},
         {R"([{"usageMetadata":{"promptTokenCount":5,"candidatesTokenCount":1}},{"usageMetadata":{"promptTokenCount":5,"candidatesTokenCount":9}}])", 5, 9},
         {R"({"data":[{"embedding":[0.1,0.2]}],"usage":{"prompt_tokens":8,"total_tokens":8}})", 8, 0},
+        // OpenAI's Responses API: the answer's usage, and response.completed's
+        {R"({"object":"response","usage":{"input_tokens":12,"output_tokens":30,"total_tokens":42}})", 12, 30},
+        {R"({"type":"response.completed","response":{"model":"gpt-4o","usage":{"input_tokens":9,"output_tokens":4}}})", 9, 4},
     };
     for (const Case& k : cases) {
         Outcome r = run(200, "application/json", k.body, 3);
@@ -157,7 +171,7 @@ TEST(CodecPassthrough, NoUsageShape) {
 }
 
 TEST(CodecPassthrough, StreamsAtEveryByteBoundary) {
-    for (const std::string* wire : {&kAnthropicStream, &kGeminiStream}) {
+    for (const std::string* wire : {&kAnthropicStream, &kGeminiStream, &kResponsesStream}) {
         for (std::size_t piece = 1; piece <= wire->size(); piece += (piece < 40 ? 1 : 17)) {
             Outcome r = run(200, "text/event-stream", *wire, piece);
             ASSERT_EQ(r.out, *wire) << piece;
@@ -166,6 +180,10 @@ TEST(CodecPassthrough, StreamsAtEveryByteBoundary) {
             if (wire == &kAnthropicStream) {
                 ASSERT_EQ(r.res.usage.prompt_tokens, 25);
                 ASSERT_EQ(r.res.usage.completion_tokens, 15);
+            } else if (wire == &kResponsesStream) {
+                ASSERT_EQ(r.res.usage.prompt_tokens, 21);
+                ASSERT_EQ(r.res.usage.completion_tokens, 6);
+                ASSERT_EQ(r.res.model, "gpt-4o");
             } else {
                 ASSERT_EQ(r.res.usage.prompt_tokens, 8);
                 ASSERT_EQ(r.res.usage.completion_tokens, 2);

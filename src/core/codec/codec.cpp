@@ -52,8 +52,11 @@ struct UsageScan : CountHandler<UsageScan> {
         const std::size_t n = depth - i;
         auto key = [&](std::size_t k) -> const std::string& { return frames[i + k].key; };
         const std::string& last = frames.back().key;
+        // OpenAI and Anthropic answers, Anthropic's message_start event,
+        // OpenAI Responses events (response.completed: {"response": {"usage": ...}})
         bool usage = (n == 2 && key(0) == "usage") ||
-                     (n == 3 && key(0) == "message" && key(1) == "usage" && !frames[i + 1].array);
+                     (n == 3 && (key(0) == "message" || key(0) == "response") && key(1) == "usage" &&
+                      !frames[i + 1].array);
         if (usage) {
             if (last == "prompt_tokens" || last == "input_tokens") return kPrompt;
             if (last == "completion_tokens" || last == "output_tokens") return kCompletion;
@@ -73,7 +76,7 @@ struct UsageScan : CountHandler<UsageScan> {
         if (depth != frames.size() || depth == 0 || frames.back().array || frames[0].array) return true;
         const std::string& last = frames.back().key;
         bool here = (depth == 1 && (last == "model" || last == "modelVersion")) ||
-                    (depth == 2 && frames[0].key == "message" && last == "model");
+                    (depth == 2 && (frames[0].key == "message" || frames[0].key == "response") && last == "model");
         if (here && len > 0 && len <= 256) model.assign(s, len);
         return true;
     }
