@@ -9,6 +9,7 @@
 #   make bench-instructions  instructions per request (callgrind), check vs reserve mode
 #   make screenshots  the dashboard's pictures in docs/img/dashboard/ (its browser test)
 #   make deps         install missing Debian packages (apt-get), saying what it installs
+#   make deb          the Debian package libnginx-mod-http-llm-gateway in build/deb/ (docs/install.md)
 
 SHELL       := /bin/bash
 NGINX_SRC   ?= /usr/share/nginx/src
@@ -37,7 +38,7 @@ UI_OBJ      := objs/addon/admin/ui_assets.o
 # module's signature matches /usr/sbin/nginx.
 CONF_FLAGS_FILE := $(NGINX_SRC)/conf_flags
 
-.PHONY: all module unit ui-unit screenshots test integration run bench bench-mcp bench-instructions deps clean js conformance-deps test-asan fuzz
+.PHONY: all module unit ui-unit screenshots test integration run bench bench-mcp bench-instructions deps clean js conformance-deps test-asan fuzz deb
 
 all: module
 
@@ -71,6 +72,11 @@ $(MODULE): $(NGX_MAKEFILE) $(CORE_SRCS) $(CORE_HDRS) $(NGX_SRCS) $(NGX_HDRS) $(U
 	cp $(NGX_BUILD)/objs/ngx_http_llm_gateway_module.so $@.tmp && mv -f $@.tmp $@
 
 module: $(MODULE)
+
+# The module as a Debian package, as Debian packs its own nginx modules
+# (scripts/make-deb), in $(BUILD)/deb/ or LLMGW_DEB_DIR.
+deb: module
+	@LLMGW_MODULE=$(abspath $(MODULE)) LLMGW_DEB_DIR=$(abspath $(or $(LLMGW_DEB_DIR),$(BUILD)/deb)) scripts/make-deb
 
 # ---- unit tests: the pure core, no nginx ----
 UNIT_BIN  := $(BUILD)/unit_tests
