@@ -8,7 +8,7 @@
 # disables it (the link renamed .removed, as dh_nginx does), dpkg -P leaves
 # the machine as it was.
 #
-# It changes the system, so: it needs root (in CI, env CI set, it fails
+# It changes the system, so: it needs root or passwordless sudo (in CI, env CI set, it fails
 # without root; elsewhere it skips); it refuses to run when the package, or a
 # module installed by hand, is already on the machine (an operator's copy is
 # never removed); the END block purges the package whenever the test
@@ -57,7 +57,15 @@ plan skip_all => 'the package holds the release module, not a sanitizer build (L
 
 # Cannot run here: fails in CI, skips elsewhere.
 my @cannot;
-push @cannot, 'it installs a package into the system nginx, which needs root' if $> != 0;
+# Not root: passwordless sudo will do (as scripts/install-deps uses it).
+our @SUDO = ();
+if ($> != 0) {
+    if (Gw::run(['sudo', '-n', 'true'], timeout => 30)->{exit} == 0) {
+        @SUDO = ('sudo', '-n');
+    } else {
+        push @cannot, 'it installs a package into the system nginx, which needs root (or passwordless sudo)';
+    }
+}
 push @cannot, 'dpkg is missing (not a Debian system)' unless -x '/usr/bin/dpkg';
 push @cannot, "$ENABLED is missing (Debian's nginx-common is not installed)" unless -d $ENABLED;
 if (@cannot) {
@@ -114,7 +122,7 @@ for my $f (glob("$ENABLED/*"), glob("$AVAIL/*")) {
     refuse("$f loads the gateway module already (installed by hand?); remove it first or test on another "
            . "machine") if $text =~ /ngx_http_llm_gateway_module/ || $f =~ m{/50-mod-http-llm-gateway\.conf};
 }
-my $before = Gw::run([$NGINX, '-t'], timeout => 30);
+my $before = Gw::run([@SUDO, $NGINX, '-t'], timeout => 30);
 refuse("the system's nginx configuration fails nginx -t before the package is installed:\n"
        . "$before->{stdout}$before->{stderr}") if $before->{exit} != 0;
 my $snap = snapshot();
@@ -149,7 +157,7 @@ END {
             # An interrupted dpkg -i may still hold dpkg's lock for a moment.
             my $r;
             Gw::wait_until(sub {
-                $r = Gw::run(['dpkg', '-P', $PKG], timeout => 120);
+                $r = Gw::run([@SUDO, 'dpkg', '-P', $PKG], timeout => 120);
                 $r->{exit} == 0 || "$r->{stdout}$r->{stderr}" !~ /lock/;
             }, timeout => 60, interval => 1);
             diag("END: purged $PKG: exit $r->{exit}" . ($r->{exit} ? "\n$r->{stdout}$r->{stderr}" : ''));
@@ -244,7 +252,7 @@ subtest 'files: the module, the snippet, the documentation and examples, owned b
 # ---- install into the machine's nginx
 
 $installed = 1;
-my $inst = Gw::run(['dpkg', '-i', $deb], timeout => 180);
+my $inst = Gw::run([@SUDO, 'dpkg', '-i', $deb], timeout => 180);
 is($inst->{exit}, 0, 'dpkg -i') or diag("$inst->{stdout}$inst->{stderr}");
 is(status_of(), 'install ok installed', 'dpkg status: installed');
 ok(-f "$MODDIR/$SO", "$MODDIR/$SO installed");
@@ -252,12 +260,12 @@ ok(-f $SNIPPET, "$SNIPPET installed");
 is(readlink($LINK), $SNIPPET, "$LINK -> $SNIPPET (enabled on a fresh install)");
 ok(-f "$DOC/examples/example.conf" && -f "$DOC/copyright", "documentation and examples in $DOC");
 
-my $t = Gw::run([$NGINX, '-t'], timeout => 60);
+my $t = Gw::run([@SUDO, $NGINX, '-t'], timeout => 60);
 is($t->{exit}, 0, 'nginx -t of the system configuration passes with the module enabled')
     or diag("$t->{stdout}$t->{stderr}");
 like($t->{stderr}, qr/test is successful/, '... "test is successful"');
 is_deeply([Gw::log_problems_in_text("$t->{stdout}$t->{stderr}")], [], '... no [alert], [crit] or [emerg]');
-my $T = Gw::run([$NGINX, '-T'], timeout => 60);
+my $T = Gw::run([@SUDO, $NGINX, '-T'], timeout => 60);
 like($T->{stdout}, qr{^# configuration file \Q$LINK\E:\nload_module modules/\Q$SO\E;$}m,
      'nginx -T: the system configuration includes the link and its load_module line');
 
@@ -312,7 +320,7 @@ subtest 'an nginx with include /etc/nginx/modules-enabled/*.conf serves GET /v1/
 
 # ---- remove, then purge
 
-my $rm = Gw::run(['dpkg', '-r', $PKG], timeout => 180);
+my $rm = Gw::run([@SUDO, 'dpkg', '-r', $PKG], timeout => 180);
 is($rm->{exit}, 0, 'dpkg -r') or diag("$rm->{stdout}$rm->{stderr}");
 is(status_of(), 'deinstall ok config-files', 'dpkg status: removed, not purged');
 ok(!-e "$MODDIR/$SO", 'the module is gone');
@@ -320,10 +328,10 @@ ok(!-e $SNIPPET, 'the snippet is gone');
 ok(!-e $DOC, 'the documentation is gone');
 ok(!-e $LINK && !-l $LINK, 'the modules-enabled link is gone');
 is(readlink("$LINK.removed"), $SNIPPET, '... kept as .removed (dh_nginx\'s way: a reinstall enables it again)');
-$t = Gw::run([$NGINX, '-t'], timeout => 60);
+$t = Gw::run([@SUDO, $NGINX, '-t'], timeout => 60);
 is($t->{exit}, 0, 'nginx -t of the system configuration passes after the remove') or diag("$t->{stdout}$t->{stderr}");
 
-my $purge = Gw::run(['dpkg', '-P', $PKG], timeout => 180);
+my $purge = Gw::run([@SUDO, 'dpkg', '-P', $PKG], timeout => 180);
 is($purge->{exit}, 0, 'dpkg -P') or diag("$purge->{stdout}$purge->{stderr}");
 ok(!-e "$LINK.removed" && !-l "$LINK.removed", 'the .removed link is gone');
 my $s = Gw::run(['dpkg', '-s', $PKG], timeout => 30);
