@@ -145,7 +145,7 @@ FUZZ_SRCS_store := src/core/store/resp.cpp src/core/store/cluster.cpp
 FUZZ_SRCS_response = $(filter src/core/codec/% src/core/json/% src/core/config/% src/core/metering/% \
   src/core/log/% src/core/http/% src/core/stats/%,$(CORE_SRCS))
 FUZZ_SRCS_request = $(filter src/core/codec/% src/core/json/% src/core/config/% src/core/metering/% \
-  src/core/log/% src/core/http/%,$(CORE_SRCS))
+  src/core/log/% src/core/http/% src/core/stats/%,$(CORE_SRCS))
 fuzz:
 	@mkdir -p $(BUILD)/fuzz
 	@for t in $(FUZZ_TARGETS); do \

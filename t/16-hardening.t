@@ -1,7 +1,9 @@
 #!/usr/bin/perl
 # Edges found while reviewing: a misspelt parameter never echoes a key in
 # nginx -t; allow/deny run before the gateway counts anything; a stream has
-# one Cache-Control; a users file may give limits to a group inline users name.
+# one Cache-Control; a users file may give limits to a group inline users name;
+# a number above the largest double is refused, not parsed (it aborted a
+# worker: RapidJSON's rounding asserts there).
 
 use strict;
 use warnings;
@@ -78,6 +80,23 @@ subtest 'a users file gives limits to the implicit default group' => sub {
                            body => GwConf::chat_body('gpt-4o-mini'))->{status} } 1 .. 2;
     is_deeply(\@s, [200, 429], 'the file\'s limit on group "default" applies to the inline user');
     $ng->stop;
+};
+
+subtest 'a number above the largest double: 400, the worker lives' => sub {
+    my $mock = Gw::Mock->start();
+    my $ng = Gw::Nginx->start(conf => GwConf::gateway(http => "llm_gateway_user h key=sk-hard-dbl-1234;\n"),
+                              vars => { MOCK => $mock->port });
+    for my $n ('3.769e308', '-1.7976931348623158e308', '1e309') {
+        my $r = Gw::http(POST => $ng->url('/v1/chat/completions'), headers => GwConf::bearer('sk-hard-dbl-1234'),
+                         body => '{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}],"temperature":' . $n . '}');
+        GwConf::is_envelope($r, 400, 'invalid_request_error', 'invalid_request', "temperature $n: 400");
+        like($r->{json}{error}{message} // '', qr/out of the range of a double/, "temperature $n: the message says why");
+    }
+    my $ok = Gw::http(POST => $ng->url('/v1/chat/completions'), headers => GwConf::bearer('sk-hard-dbl-1234'),
+                      body => '{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}],"temperature":1.7976931348623157e308}');
+    isnt($ok->{status}, 400, 'the largest double itself is read (the provider judges it)');
+    is(scalar @{ $mock->requests }, 1, 'only that one reached the provider');
+    $ng->stop;   # fails on [alert] "worker process exited on signal 6"
 };
 
 done_testing;

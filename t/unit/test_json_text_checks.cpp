@@ -25,9 +25,23 @@ TEST(JsonNumbers, TinyNumbersRefused) {
     EXPECT_FALSE(json_numbers_representable("0.0000000000000000000001e-310"));
     EXPECT_FALSE(json_numbers_representable("1e-99999999999999999999"));
     EXPECT_TRUE(json_numbers_representable("[\"\\\"\", 1e-10]"));
+    // Above the largest double (1.7976931348623157e308): infinity, where
+    // RapidJSON's rounding asserts (3.769e308 aborted a worker).
+    EXPECT_FALSE(json_numbers_representable("3.769e308"));
+    EXPECT_FALSE(json_numbers_representable("-3.769e308"));
+    EXPECT_FALSE(json_numbers_representable("1.7976931348623158e308"));
+    EXPECT_FALSE(json_numbers_representable("1.79769313486231571e308"));
+    EXPECT_FALSE(json_numbers_representable("17.976931348623158e307"));
+    EXPECT_FALSE(json_numbers_representable("0.0018e311"));
+    EXPECT_FALSE(json_numbers_representable("1e309"));
+    EXPECT_TRUE(json_numbers_representable("1.7976931348623157e308"));
+    EXPECT_TRUE(json_numbers_representable("1.79769313486231570000e308"));
+    EXPECT_TRUE(json_numbers_representable("1.7976931348623156e308"));
+    EXPECT_TRUE(json_numbers_representable("9.99e307"));
+    EXPECT_TRUE(json_numbers_representable("1e308"));
     std::string err;
     EXPECT_EQ(RequestDoc::parse(R"({"model":"m","messages":[],"temperature":0.1234567890123456789012345e-330})", err), nullptr);
-    EXPECT_EQ(err, "request body has a number out of the range of a double (a non-zero below 1e-326 or above 1e310, or a zero written beyond 1e-22 or 1e22)");
+    EXPECT_EQ(err, "request body has a number out of the range of a double (a non-zero below 1e-326 or above 1.7976931348623157e308 (the largest double), or a zero written beyond 1e-22 or 1e22)");
 }
 
 TEST(JsonTextDepth, StringsSkippedEscapesCounted) {

@@ -34,13 +34,33 @@ bool json_text_depth_at_most(std::string_view s, int max) {
     return true;
 }
 
+namespace {
+
+// DBL_MAX's significant digits (1.7976931348623157e308).
+constexpr std::string_view kMaxDigits = "17976931348623157";
+
+// Whether the significant digits sig (then a non-zero digit when more) of a
+// number of the same magnitude as DBL_MAX are above DBL_MAX's.
+bool above_max(std::string_view sig, bool more) {
+    for (std::size_t k = 0; k < sig.size() && k < kMaxDigits.size(); ++k) {
+        if (sig[k] != kMaxDigits[k]) return sig[k] > kMaxDigits[k];
+    }
+    if (sig.size() < kMaxDigits.size()) return false;   // a prefix: not above
+    for (std::size_t k = kMaxDigits.size(); k < sig.size(); ++k) {
+        if (sig[k] != '0') return true;
+    }
+    return more;
+}
+
+}  // namespace
+
 bool json_numbers_representable(std::string_view s) {
     // A non-zero literal is refused below 1e-326 (zero as a double) and above
-    // 1e310 (infinity): RapidJSON indexes its table at the magnitude less 19
+    // DBL_MAX (infinity): RapidJSON indexes its table at the magnitude less 19
     // or 20 digits, which stays in range from -348 to +340. A zero is refused
     // when written beyond 1e-22 or 1e22 (RapidJSON then normalizes a zero
     // significand, which never ends well).
-    constexpr long kLowest = -325, kHighest = 310, kZeroPower = 22;
+    constexpr long kLowest = -325, kHighest = 309, kZeroPower = 22;
     constexpr long kSaturate = 1000000;   // exponents are summed up to this much
     const std::size_t n = s.size();
     std::size_t i = 0;
@@ -62,16 +82,35 @@ bool json_numbers_representable(std::string_view s) {
         if (c == '-') ++i;
         long magnitude = 0, fraction = 0;
         bool nonzero = false;
+        // The first significant digits, compared with DBL_MAX's near the top.
+        char sig[kMaxDigits.size() + 1];
+        std::size_t nsig = 0;
+        bool more = false;   // a non-zero digit after those
+        auto keep = [&](char d) {
+            if (nsig < sizeof sig) {
+                sig[nsig++] = d;
+            } else if (d != '0') {
+                more = true;
+            }
+        };
         for (; i < n && digit(s[i]); ++i) {
             if (s[i] != '0') nonzero = true;
             if (nonzero && magnitude < kSaturate) ++magnitude;
+            if (nonzero) keep(s[i]);
         }
         if (i < n && s[i] == '.') {
             for (++i; i < n && digit(s[i]); ++i) {
                 if (fraction < kSaturate) ++fraction;
-                if (nonzero) continue;
-                if (s[i] != '0') nonzero = true;
-                else if (magnitude > -kSaturate) --magnitude;
+                if (nonzero) {
+                    keep(s[i]);
+                    continue;
+                }
+                if (s[i] != '0') {
+                    nonzero = true;
+                    keep(s[i]);
+                } else if (magnitude > -kSaturate) {
+                    --magnitude;
+                }
             }
         }
         long exp = 0;
@@ -85,6 +124,10 @@ bool json_numbers_representable(std::string_view s) {
             if (negative) exp = -exp;
         }
         if (nonzero && (magnitude + exp < kLowest || magnitude + exp > kHighest)) return false;
+        // Between 1e308 and 1e309: above DBL_MAX is infinity, where
+        // RapidJSON's big-integer rounding asserts (3.769e308 aborted a
+        // worker: found by fuzz/fuzz_request.cpp).
+        if (nonzero && magnitude + exp == kHighest && above_max(std::string_view(sig, nsig), more)) return false;
         if (!nonzero && (exp - fraction < -kZeroPower || exp - fraction > kZeroPower)) return false;
     }
     return true;

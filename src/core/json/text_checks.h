@@ -25,9 +25,10 @@ bool json_text_depth_at_most(std::string_view s, int max);
 
 // False when a number literal of the JSON text (strings skipped) is non-zero
 // and below 1e-326 (zero as a double: the smallest double is 4.9e-324) or
-// above 1e310 (infinity), or is a zero written with a power of ten beyond
-// 1e-22 or 1e22 ("0e-30", "0.000…" with 23 zeros). The text is not otherwise
-// checked.
+// above DBL_MAX, 1.7976931348623157e308 (infinity: RapidJSON's big-integer
+// rounding asserts there, and an assert aborts the worker), or is a zero
+// written with a power of ten beyond 1e-22 or 1e22 ("0e-30", "0.000…" with
+// 23 zeros). The text is not otherwise checked.
 bool json_numbers_representable(std::string_view json);
 
 // Parses s into doc with full precision (and Flags) when its numbers are
