@@ -135,7 +135,7 @@ ASAN_BUILD := $(BUILD)/asan
 # ---- fuzzing: libFuzzer targets of the core's parsers (clang) ----
 # make fuzz [FUZZ_SECONDS=60]: each target runs that long from its seed corpus.
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := multipart mcp request store response
+FUZZ_TARGETS := multipart mcp request store response config
 FUZZ_SRCS_multipart := src/core/http/multipart.cpp
 FUZZ_SRCS_mcp := src/core/mcp/jsonrpc.cpp src/core/mcp/tool_merge.cpp src/core/mcp/session_token.cpp \
   src/core/targets/agent_card.cpp src/core/codec/sse.cpp src/core/json/writer.cpp src/core/json/envelope.cpp \
@@ -144,6 +144,7 @@ FUZZ_SRCS_mcp := src/core/mcp/jsonrpc.cpp src/core/mcp/tool_merge.cpp src/core/m
 FUZZ_SRCS_store := src/core/store/resp.cpp src/core/store/cluster.cpp
 FUZZ_SRCS_response = $(filter src/core/codec/% src/core/json/% src/core/config/% src/core/metering/% \
   src/core/log/% src/core/http/% src/core/stats/%,$(CORE_SRCS))
+FUZZ_SRCS_config = $(FUZZ_SRCS_response) $(filter src/core/routing/% src/core/targets/%,$(CORE_SRCS))
 FUZZ_SRCS_request = $(filter src/core/codec/% src/core/json/% src/core/config/% src/core/metering/% \
   src/core/log/% src/core/http/% src/core/stats/%,$(CORE_SRCS))
 fuzz:
@@ -151,7 +152,7 @@ fuzz:
 	@for t in $(FUZZ_TARGETS); do \
 	  case $$t in multipart) srcs="$(FUZZ_SRCS_multipart)";; mcp) srcs="$(FUZZ_SRCS_mcp)";; \
 	    request) srcs="$(FUZZ_SRCS_request)";; store) srcs="$(FUZZ_SRCS_store)";; \
-	    response) srcs="$(FUZZ_SRCS_response)";; esac; \
+	    response) srcs="$(FUZZ_SRCS_response)";; config) srcs="$(FUZZ_SRCS_config)";; esac; \
 	  clang++ -std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize=builtin -Isrc -o $(BUILD)/fuzz/$$t \
 	    fuzz/fuzz_$$t.cpp $$srcs -lcrypto -lhiredis || exit 1; \
 	  mkdir -p $(BUILD)/fuzz/corpus-$$t && cp -n fuzz/corpus/$$t/* $(BUILD)/fuzz/corpus-$$t/ 2>/dev/null; \
