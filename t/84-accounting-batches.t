@@ -226,10 +226,15 @@ subtest 'a pending batch is written before the worker exits: quit and reload' =>
     my $ng = gateway(store => 'flush=1s');
     GwMeter::wait_second_below(50);
     prime();
-    # (One request, then the check at once: within flush=1s on a loaded
-    # machine too.)
+    # One request, then the check at once: pending while within flush=1s of
+    # the request (on a machine so loaded that the check came later, the
+    # timer may have written it: then exactly once).
+    my $t0 = Time::HiRes::time();
     is(GwMeter::chat($ng, 'sk-bat-84')->{status}, 200, 'request 1 200');
-    is(counted('user', 'bat', 'tokout'), 0, 'pending: not yet in Redis');
+    my $seen = counted('user', 'bat', 'tokout');
+    my $late = Time::HiRes::time() - $t0 >= 0.9;
+    ok($seen == 0 || ($late && $seen == $OUT), sprintf('pending: not yet in Redis (%s, %.2f s after the request)',
+                                                     $seen, Time::HiRes::time() - $t0));
     is(GwMeter::chat($ng, 'sk-bat-84')->{status}, 200, "request $_ 200") for 2 .. 3;
     my @old = $ng->worker_pids;
     ok($ng->reload, 'reload');
