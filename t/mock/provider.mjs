@@ -13,6 +13,9 @@
 // It speaks real-shaped wire formats:
 //   OpenAI     POST /v1/chat/completions (JSON or SSE), POST /v1/embeddings,
 //              GET /v1/models, GET /v1/models/{id}
+//              POST /v1/responses (JSON or SSE with the typed events), and for
+//              the responses it made: GET and DELETE /v1/responses/{id},
+//              POST /v1/responses/{id}/cancel
 //   Anthropic  POST /v1/messages (JSON or SSE with the real event names)
 //   Media      POST /v1/images/generations, POST /v1/audio/speech (audio/mpeg
 //              bytes: speechBytes(input), sent in pieces), POST /v1/audio/transcriptions
@@ -282,6 +285,59 @@ function openaiModels(res) {
     data: MODELS.map((id) => ({ id, object: 'model', created: 1700000000, owned_by: 'mock' })) });
 }
 
+// --------------------------------------------- default: OpenAI Responses
+
+const stored = new Map();   // responses made, by id (GET / DELETE / cancel)
+
+async function openaiResponses(rec, res) {
+  const body = rec.json;
+  if (typeof body.model !== 'string' || body.model === '')
+    return sendJson(res, 400, openaiError('Missing required parameter: \'model\'.', 'invalid_request_error', 'missing_required_parameter', 'model'));
+  const id = `resp_mock${rec.id}`;
+  const msgId = `msg_mock${rec.id}`;
+  const usage = { input_tokens: 11, input_tokens_details: { cached_tokens: 2 }, output_tokens: 7,
+    output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 18 };
+  const base = { id, object: 'response', created_at: created(), status: 'in_progress', error: null,
+    incomplete_details: null, instructions: body.instructions ?? null, model: body.model, output: [],
+    parallel_tool_calls: true, previous_response_id: body.previous_response_id ?? null, store: body.store ?? true,
+    temperature: 1, text: { format: { type: 'text' } }, tool_choice: 'auto', tools: [], top_p: 1, usage: null };
+  const part = (text) => ({ type: 'output_text', annotations: [], logprobs: [], text });
+  const item = (status, text) => ({ id: msgId, type: 'message', status, role: 'assistant',
+    content: text === null ? [] : [part(text)] });
+  const done = { ...base, status: 'completed', output: [item('completed', 'Hello world')], usage };
+  stored.set(id, done);
+  const hdrs = { 'x-request-id': `req_mock_${rec.id}` };
+  if (body.stream !== true) return sendJson(res, 200, done, hdrs);
+  let seq = 0;
+  const ev = (type, fields) => ({ event: type, data: { type, sequence_number: seq++, ...fields } });
+  const events = [
+    ev('response.created', { response: base }),
+    ev('response.in_progress', { response: base }),
+    ev('response.output_item.added', { output_index: 0, item: item('in_progress', null) }),
+    ev('response.content_part.added', { item_id: msgId, output_index: 0, content_index: 0, part: part('') }),
+    ev('response.output_text.delta', { item_id: msgId, output_index: 0, content_index: 0, delta: 'Hello', logprobs: [] }),
+    ev('response.output_text.delta', { item_id: msgId, output_index: 0, content_index: 0, delta: ' world', logprobs: [] }),
+    ev('response.output_text.done', { item_id: msgId, output_index: 0, content_index: 0, text: 'Hello world', logprobs: [] }),
+    ev('response.content_part.done', { item_id: msgId, output_index: 0, content_index: 0, part: part('Hello world') }),
+    ev('response.output_item.done', { output_index: 0, item: item('completed', 'Hello world') }),
+    ev('response.completed', { response: done }),
+  ];
+  sseHead(res, 200, hdrs);
+  if (await writeSse(res, events, { delayMs: DEFAULT_STREAM_DELAY_MS })) res.end();
+}
+
+function openaiStoredResponse(rec, res, id, action) {
+  const r = stored.get(id);
+  if (!r) return sendJson(res, 404, openaiError(`Response with id '${id}' not found.`, 'invalid_request_error', null, null));
+  if (rec.method === 'DELETE' && !action) {
+    stored.delete(id);
+    return sendJson(res, 200, { id, object: 'response', deleted: true });
+  }
+  if (rec.method === 'POST' && action === 'cancel') return sendJson(res, 200, { ...r, status: 'cancelled' });
+  if (rec.method === 'GET' && !action) return sendJson(res, 200, r);
+  return sendJson(res, 405, openaiError('Method not allowed', 'invalid_request_error'));
+}
+
 // ---------------------------------------------------- default: Anthropic
 
 async function anthropicMessages(rec, res) {
@@ -461,6 +517,8 @@ function openaiTranscription(rec, res) {
 async function defaultReply(rec, res) {
   const { method, path } = rec;
   const isPost = method === 'POST';
+  const rs = /^\/v1\/responses\/([^/]+)(?:\/(cancel))?$/.exec(path);   // cancel has no body
+  if (rs) return openaiStoredResponse(rec, res, decodeURIComponent(rs[1]), rs[2]);
   if (isPost && rec.json === undefined && path !== '/v1/audio/transcriptions') {
     if (path.startsWith('/v1/messages'))
       return sendJson(res, 400, anthropicError('There was an error parsing the body of your request'));
@@ -474,6 +532,7 @@ async function defaultReply(rec, res) {
   if (isPost && path === '/v1/audio/speech') return openaiSpeech(rec, res);
   if (isPost && path === '/v1/chat/completions') return openaiChat(rec, res);
   if (isPost && path === '/v1/embeddings') return openaiEmbeddings(rec, res);
+  if (isPost && path === '/v1/responses') return openaiResponses(rec, res);
   if (method === 'GET' && path === '/v1/models') return openaiModels(res);
   if (method === 'GET' && path.startsWith('/v1/models/')) {
     const id = decodeURIComponent(path.slice('/v1/models/'.length));

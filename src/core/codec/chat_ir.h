@@ -173,6 +173,12 @@ public:
     virtual void end(std::string& out) = 0;
     // The stream failed after it began: the client's error event.
     virtual void stream_error(std::string_view message, std::string_view type, std::string& out) = 0;
+    // The gateway ends the stream with its own error (a cut, a budget
+    // crossed): as stream_error, for shapes that also carry a code.
+    virtual void close_with_error(std::string_view message, std::string_view type, std::string_view /*code*/,
+                                  std::string& out) {
+        stream_error(message, type, out);
+    }
     // A whole error body in the client's envelope (JSON).
     virtual std::string error_body(std::string_view message, std::string_view type, std::string_view code) const = 0;
 };

@@ -367,6 +367,7 @@ bool codec_serves(CodecKind kind, ProviderType provider) {
     switch (kind) {
     case CodecKind::OpenAIChat:
     case CodecKind::AnthropicMessages:
+    case CodecKind::OpenAIResponses:
     case CodecKind::Passthrough:
     case CodecKind::Relay: return true;
     case CodecKind::OpenAIEmbeddings: return provider != ProviderType::Anthropic;   // Anthropic has no embeddings API
@@ -393,6 +394,9 @@ std::unique_ptr<Codec> make_codec(CodecKind kind, const CodecOptions& opt) {
     case CodecKind::AnthropicMessages:
         if (p == ProviderType::Anthropic) return make_anthropic_native_codec(opt);
         return make_translating_codec(kind, opt);
+    case CodecKind::OpenAIResponses:
+        if (p == ProviderType::OpenAI) return make_responses_native_codec(opt);
+        return make_translating_codec(kind, opt);
     case CodecKind::OpenAIImages:
     case CodecKind::OpenAISpeech:
     case CodecKind::OpenAITranscription: return make_media_codec(kind, opt);
@@ -408,6 +412,7 @@ const char* codec_kind_name(CodecKind kind) {
     case CodecKind::OpenAIChat: return "openai-chat";
     case CodecKind::OpenAIEmbeddings: return "openai-embeddings";
     case CodecKind::AnthropicMessages: return "anthropic-messages";
+    case CodecKind::OpenAIResponses: return "openai-responses";
     case CodecKind::OpenAIImages: return "openai-images";
     case CodecKind::OpenAISpeech: return "openai-speech";
     case CodecKind::OpenAITranscription: return "openai-transcription";

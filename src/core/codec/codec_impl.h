@@ -14,12 +14,15 @@ std::unique_ptr<Codec> make_passthrough_codec(const CodecOptions& opt);
 std::unique_ptr<Codec> make_relay_codec(const CodecOptions& opt);
 // Images, speech and transcription to an OpenAI-type provider.
 std::unique_ptr<Codec> make_media_codec(CodecKind kind, const CodecOptions& opt);
-// A caller's chat API (OpenAIChat or AnthropicMessages) to a provider of
+// A caller's chat API (OpenAIChat, AnthropicMessages or OpenAIResponses) to a provider of
 // another wire format (opt.provider), through the chat IR (chat_ir.h).
 std::unique_ptr<Codec> make_translating_codec(CodecKind api, const CodecOptions& opt);
 // /v1/messages to an Anthropic provider: bytes relayed as they are, usage
 // and the end state read through the Anthropic reader.
 std::unique_ptr<Codec> make_anthropic_native_codec(const CodecOptions& opt);
+// /v1/responses to an OpenAI-type provider: bytes relayed as they are,
+// usage and the end state read through the Responses reader.
+std::unique_ptr<Codec> make_responses_native_codec(const CodecOptions& opt);
 // /v1/embeddings to a Gemini provider (embedContent / batchEmbedContents).
 std::unique_ptr<Codec> make_gemini_embed_codec(const CodecOptions& opt);
 

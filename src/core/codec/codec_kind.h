@@ -8,6 +8,7 @@ enum class CodecKind {
     OpenAIChat,          // POST /v1/chat/completions
     OpenAIEmbeddings,    // POST /v1/embeddings
     AnthropicMessages,   // POST /v1/messages
+    OpenAIResponses,     // POST /v1/responses
     OpenAIImages,        // POST /v1/images/generations
     OpenAISpeech,        // POST /v1/audio/speech
     OpenAITranscription, // POST /v1/audio/transcriptions (multipart/form-data)

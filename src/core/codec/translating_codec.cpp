@@ -1,8 +1,10 @@
-// The translating codec: a caller's chat API (OpenAI chat completions or
-// Anthropic messages) to a provider of another wire format. The request
-// pivots through the OpenAI chat shape; the answer is read into the chat IR
-// by the provider's reader and written in the caller's shape by the
-// caller's writer, event by event as it arrives (nothing is held back).
+// The translating codec: a caller's chat API (OpenAI chat completions,
+// Anthropic messages or OpenAI responses) to a provider of another wire
+// format. The request pivots through the OpenAI chat shape; the answer is
+// read into the chat IR by the provider's reader and written in the
+// caller's shape by the caller's writer, event by event as it arrives
+// (nothing is held back; a Responses stream also keeps its output for its
+// closing response.completed, up to the whole-answer bound).
 #include <ctime>
 #include <vector>
 
@@ -15,6 +17,7 @@
 #include "core/codec/ir_codec.h"
 #include "core/codec/messages_wire.h"
 #include "core/codec/openai_ir.h"
+#include "core/codec/responses_wire.h"
 #include "core/json/envelope.h"
 
 namespace llmgw {
@@ -38,7 +41,9 @@ public:
         w.model = o.client_model;
         w.include_usage = o.client_wants_usage;
         w.created = o.created != 0 ? o.created : static_cast<std::int64_t>(std::time(nullptr));
-        writer_ = api_ == CodecKind::AnthropicMessages ? make_anthropic_writer(w) : make_openai_writer(w);
+        if (api_ == CodecKind::AnthropicMessages) writer_ = make_anthropic_writer(w);
+        else if (api_ == CodecKind::OpenAIResponses) writer_ = make_responses_writer(w, o.whole_limit);
+        else writer_ = make_openai_writer(w);
     }
 
     CodecKind kind() const override { return api_; }
@@ -55,9 +60,12 @@ public:
         out.method = "POST";
         out.headers.emplace_back("Content-Type", "application/json");
         add_provider_auth(p, in.provider_key, out);
-        if (api_ == CodecKind::AnthropicMessages) {
+        if (api_ == CodecKind::AnthropicMessages || api_ == CodecKind::OpenAIResponses) {
             std::string body;
-            if (!openai_request_from_anthropic(req, in.upstream_model, body, err)) {
+            const bool ok = api_ == CodecKind::AnthropicMessages
+                                ? openai_request_from_anthropic(req, in.upstream_model, body, err)
+                                : chat_request_from_responses(req, in.upstream_model, p, body, err);
+            if (!ok) {
                 out.refuse_status = 400;
                 return false;
             }
@@ -172,8 +180,12 @@ protected:
     }
 
     std::string error_event(std::string_view message, std::string_view type, std::string_view code) const override {
-        if (api_ != CodecKind::AnthropicMessages) return error_sse_event(message, type, code);   // as the native codec's
         std::string out;
+        if (api_ == CodecKind::OpenAIResponses) {
+            writer_->close_with_error(message, type, code, out);   // numbered after the writer's own events
+            return out;
+        }
+        if (api_ != CodecKind::AnthropicMessages) return error_sse_event(message, type, code);   // as the native codec's
         writer_->stream_error(message, anthropic_error_type_for_code(code), out);
         return out;
     }
