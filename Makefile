@@ -10,6 +10,7 @@
 #   make screenshots  the dashboard's pictures in docs/img/dashboard/ (its browser test)
 #   make deps         install missing Debian packages (apt-get), saying what it installs
 #   make deb          the Debian package libnginx-mod-http-llm-gateway in build/deb/ (docs/install.md)
+#   make soak         SOAK_SECONDS (600) of mixed traffic with faults, sanitizers on (docs/testing.md#soak)
 
 SHELL       := /bin/bash
 NGINX_SRC   ?= /usr/share/nginx/src
@@ -38,7 +39,7 @@ UI_OBJ      := objs/addon/admin/ui_assets.o
 # module's signature matches /usr/sbin/nginx.
 CONF_FLAGS_FILE := $(NGINX_SRC)/conf_flags
 
-.PHONY: all module unit ui-unit screenshots test integration run bench bench-mcp bench-instructions deps clean js conformance-deps test-asan fuzz deb
+.PHONY: all module unit ui-unit screenshots test integration run bench bench-mcp bench-instructions deps clean js conformance-deps test-asan fuzz deb soak
 
 all: module
 
@@ -169,6 +170,20 @@ test-asan: js conformance-deps
 	  ASAN_OPTIONS=detect_leaks=0:abort_on_error=0:log_path=stderr \
 	  UBSAN_OPTIONS=print_stacktrace=1 \
 	  prove -j$(PROVE_JOBS) -r t/
+
+# The soak (t/soak/soak.pl): SOAK_SECONDS (default 600) of mixed traffic with
+# store outages, reloads and client cancels against the sanitizer build;
+# memory sampled every 10 s (docs/testing.md#soak).
+SOAK_SECONDS ?= 600
+soak:
+	$(MAKE) --no-print-directory BUILD=$(ASAN_BUILD) module \
+	  NGX_CC_OPT="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined" \
+	  NGX_LD_OPT="-fsanitize=address,undefined"
+	SOAK_SECONDS=$(SOAK_SECONDS) LLMGW_MODULE=$(CURDIR)/$(ASAN_BUILD)/ngx_http_llm_gateway_module.so NGINX_BIN=$(NGINX_BIN) \
+	  LLMGW_NGINX_PRELOAD="$$($(CXX) -print-file-name=libasan.so) $$($(CXX) -print-file-name=libubsan.so)" \
+	  ASAN_OPTIONS=detect_leaks=0:abort_on_error=0:log_path=stderr \
+	  UBSAN_OPTIONS=print_stacktrace=1 \
+	  prove -v t/soak/soak.pl
 
 run: deps module js
 	@scripts/run-example

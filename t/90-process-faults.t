@@ -13,7 +13,8 @@
 #     master's shared mappings are as before;
 #   - a graceful quit (`nginx -s quit`) during open streams (Redis): every
 #     stream finishes, and every one is counted in Redis;
-#   - Redis killed and restarted, then hung (SIGSTOP) for 2 s, under load with
+#   - Redis hung (SIGSTOP) for 2 s, a client leaving while its admission
+#     waits on it, then Redis killed and restarted, under load with
 #     fail_open=on: every request answered; past the latch, counting in
 #     Redis resumes exactly.
 
@@ -23,6 +24,7 @@ use lib 't/lib';
 use Gw;
 use GwConf;
 use GwMeter;
+use GwLoad;
 use GwRedis;
 use POSIX ();
 use Test::More;
@@ -32,6 +34,7 @@ GwRedis::need_redis();
 
 my $KEY = 'sk-pf-alice-90ab';
 my $CAPPED = 'sk-pf-capped-90cd';
+my $WAITER = 'sk-pf-waiter-90ef';   # a limit under 256: each admission asks the store
 my $mock = Gw::Mock->start();
 
 # Not across a UTC midnight: the day counters are read.
@@ -44,7 +47,8 @@ sub conf {
         ? "llm_gateway_provider extra type=openai location=/_llm/mock/ models=gpt-extra-$o{extra_provider};\n" : '';
     return GwMeter::conf(
         users => $o{users} // ["llm_gateway_user alice key=$KEY;",
-                               "llm_gateway_user capped key=$CAPPED requests_per_day=1;"],
+                               "llm_gateway_user capped key=$CAPPED requests_per_day=1;",
+                               "llm_gateway_user waiter key=$WAITER requests_per_minute=100;"],
         http => $claude . $extra . ($o{http} // ''),
         server => "    location /_llm/claude/ {\n        internal;\n        proxy_pass http://mock_up/;\n"
                 . "        proxy_http_version 1.1;\n        proxy_set_header Connection \"\";\n"
@@ -69,51 +73,13 @@ sub one {
     return @ev && ($ev[-1]{data} // '') eq '[DONE]' && $r->{complete} ? 'ok' : 'error: stream incomplete';
 }
 
-# Starts $conc clients sending kinds round-robin for $secs seconds, in a
-# child; finish_load() returns {kind => {outcome => count}}.
-sub start_load {
-    my ($ng, $conc, $secs, @kinds) = @_;
-    my $file = File::Temp->new(TEMPLATE => 'llmgw-load-XXXXXX', TMPDIR => 1, UNLINK => 1);
-    my $pid = fork // die "fork: $!";
-    if (!$pid) {
-        my @res = Gw::parallel($conc, sub {
-            my ($i) = @_;
-            my (%st, $n);
-            my $end = Time::HiRes::time() + $secs;
-            while (Time::HiRes::time() < $end) {
-                my $kind = $kinds[($i + $n++) % @kinds];
-                $st{$kind}{ one($ng, $kind) }++;
-            }
-            return \%st;
-        }, timeout => $secs + 40);
-        my %sum;
-        for my $r (@res) {
-            if (ref $r ne 'HASH' || $r->{error}) { $sum{client}{ $r->{error} // 'bad' }++; next }
-            for my $k (keys %$r) { $sum{$k}{$_} += $r->{$k}{$_} for keys %{ $r->{$k} } }
-        }
-        open my $fh, '>', "$file" or POSIX::_exit(1);
-        print {$fh} Gw::json_encode(\%sum);
-        close $fh;
-        POSIX::_exit(0);
-    }
-    return { pid => $pid, file => $file };
-}
-
-sub finish_load {
-    my ($load) = @_;
-    waitpid($load->{pid}, 0);
-    return Gw::json_decode(Gw::_slurp("$load->{file}")) || {};
-}
-
-sub total { my ($h) = @_; my $t = 0; $t += $_ for values %{ $h || {} }; return $t }
-sub count_of { my ($sum, $kind, $what) = @_; return ($sum->{$kind} || {})->{$what} // 0 }
-sub ok_total { my ($sum) = @_; return count_of($sum, 'chat', 'ok') + count_of($sum, 'stream', 'ok') + count_of($sum, 'xstream', 'ok') }
-sub failed_total {
-    my ($sum) = @_;
-    my $n = 0;
-    for my $k (qw(chat stream xstream)) { $n += total($sum->{$k}) - count_of($sum, $k, 'ok') }
-    return $n;
-}
+my @SERVED = qw(chat stream xstream);
+sub start_load { my ($ng, $conc, $secs, @kinds) = @_; return GwLoad::start($conc, $secs, sub { one($ng, $_[0]) }, @kinds) }
+sub finish_load { GwLoad::finish(@_) }
+sub total { GwLoad::total(@_) }
+sub count_of { GwLoad::count(@_) }
+sub ok_total { GwLoad::ok_of($_[0], @SERVED) }
+sub failed_total { GwLoad::failed_of($_[0], @SERVED) }
 
 subtest 'kill -9 of a worker under load (shared memory)' => sub {
     my $ng = Gw::Nginx->start(conf => conf(), workers => 2, vars => { MOCK => $mock->port });
@@ -258,20 +224,24 @@ subtest 'graceful quit during open streams (Redis): every stream finishes and is
     $rd->stop;
 };
 
-subtest 'Redis killed, then hung (SIGSTOP), under load (fail_open=on): every request answered, counting resumes' => sub {
+subtest 'Redis hung (SIGSTOP), then killed, under load (fail_open=on): every request answered, counting resumes' => sub {
     my $rd = GwRedis->start();
     my $ng = Gw::Nginx->start(conf => conf(http => "llm_gateway_store redis://127.0.0.1:%%RPORT%% timeout=500ms fail_open=on;\n"),
                               workers => 2, vars => { MOCK => $mock->port, RPORT => $rd->port });
     $ng->allow_log(qr/llm_gateway: .*store/i);
-    my $load = start_load($ng, 6, 9, qw(chat stream xstream));
+    my $load = start_load($ng, 6, 12, qw(chat stream xstream));
     select(undef, undef, undef, 1.5);
+    kill 'STOP', $rd->pid;
+    select(undef, undef, undef, 0.05);   # admissions now wait on the hung store (up to its 500 ms)
+    my $gone = Gw::stream_request(POST => $ng->url('/v1/chat/completions'), headers => GwMeter::auth($WAITER),
+        body => { model => 'gpt-4o-mini', messages => [{ role => 'user', content => 'hi' }] }, timeout => 0.15);
+    ok(!$gone->{status}, 'a client left while its admission waited on the hung store');
+    select(undef, undef, undef, 2);
+    kill 'CONT', $rd->pid;
+    select(undef, undef, undef, 5.5);    # past the latch (5 s)
     $rd->kill9;
     select(undef, undef, undef, 2);
     $rd->restart;
-    select(undef, undef, undef, 1);
-    kill 'STOP', $rd->pid;
-    select(undef, undef, undef, 2);
-    kill 'CONT', $rd->pid;
     my $sum = finish_load($load);
     diag('outcomes: ' . Gw::json_encode($sum));
     ok(ok_total($sum) > 30, 'requests answered under load (' . ok_total($sum) . ')');
