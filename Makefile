@@ -129,9 +129,13 @@ t/conformance/node_modules/.installed: t/conformance/package.json t/conformance/
 # output (a parallel run interleaves them far above the summary); the target
 # fails either way. t/lib/GwHarness.pm prints the tests run per file and in
 # total, and under CI=true fails the run when a file or a test was skipped.
+# t/testrules.yml runs t/99-*.t last, alone: t/99-no-secret-anywhere.t reads
+# what every other file left in $(ARTIFACTS) (Gw.pm keeps it there when
+# LLMGW_ARTIFACTS is set).
+ARTIFACTS := $(BUILD)/test-artifacts
 integration: module js conformance-deps
-	@mkdir -p $(COUNTS)
-	@export LLMGW_MODULE=$(CURDIR)/$(MODULE) NGINX_BIN=$(NGINX_BIN) \
+	@mkdir -p $(COUNTS) && rm -rf $(ARTIFACTS) && mkdir -p $(ARTIFACTS)
+	@export LLMGW_MODULE=$(CURDIR)/$(MODULE) NGINX_BIN=$(NGINX_BIN) LLMGW_ARTIFACTS=$(CURDIR)/$(ARTIFACTS) \
 	  LLMGW_COUNTS_FILE=$(CURDIR)/$(COUNTS)/integration PERL5LIB=$(CURDIR)/t/lib$${PERL5LIB:+:$$PERL5LIB}; \
 	if prove --harness=GwHarness -j$(PROVE_JOBS) -r --state=save t/; then exit 0; fi; \
 	echo "== the failed files once more, verbosely:"; \
@@ -182,11 +186,12 @@ test-asan: js conformance-deps
 	$(MAKE) --no-print-directory BUILD=$(ASAN_BUILD) module \
 	  NGX_CC_OPT="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined" \
 	  NGX_LD_OPT="-fsanitize=address,undefined"
+	@rm -rf $(ASAN_BUILD)/test-artifacts && mkdir -p $(ASAN_BUILD)/test-artifacts
 	LLMGW_MODULE=$(CURDIR)/$(ASAN_BUILD)/ngx_http_llm_gateway_module.so NGINX_BIN=$(NGINX_BIN) \
 	  LLMGW_NGINX_PRELOAD="$$($(CXX) -print-file-name=libasan.so) $$($(CXX) -print-file-name=libubsan.so)" \
 	  ASAN_OPTIONS=detect_leaks=0:abort_on_error=0:log_path=stderr \
 	  UBSAN_OPTIONS=print_stacktrace=1 \
-	  PERL5LIB=$(CURDIR)/t/lib$${PERL5LIB:+:$$PERL5LIB} \
+	  LLMGW_ARTIFACTS=$(CURDIR)/$(ASAN_BUILD)/test-artifacts PERL5LIB=$(CURDIR)/t/lib$${PERL5LIB:+:$$PERL5LIB} \
 	  prove --harness=GwHarness -j$(PROVE_JOBS) $$(ls t/*.t | grep -v '^t/03-deb\.t$$')
 
 run: deps module js

@@ -19,6 +19,9 @@ package Gw;
 #   NODE_BIN            node binary (default: node from PATH)
 #   LLMGW_KEEP=1        keep nginx prefixes (temp dirs) after the test
 #   LLMGW_TEST_TIMEOUT  watchdog for a whole test script, seconds (default 300)
+#   LLMGW_ARTIFACTS     keep what the gateways said (logs, responses, nginx -t
+#                       output) and the configured secrets under this folder,
+#                       for t/99-no-secret-anywhere.t (t/lib/GwArtifacts.pm)
 
 use strict;
 use warnings;
@@ -35,6 +38,7 @@ use POSIX ();
 use Scalar::Util ();
 use Test::More ();
 use Time::HiRes ();
+use GwArtifacts ();
 
 our $VERSION = '0.1';
 
@@ -54,7 +58,9 @@ my $JSON = JSON::PP->new->utf8->canonical->allow_nonref->allow_blessed->convert_
 my $OWNER_PID = $$;     # the test script; forked helpers never clean up
 my %LIVE;               # refaddr -> weak ref to live Gw::Nginx / Gw::Mock
 
+my $artifacts_ready;
 sub import {
+    GwArtifacts::init() unless $artifacts_ready++;
     # A whole test script is bounded in time, and INT/TERM still run the
     # END cleanup below.
     watchdog($ENV{LLMGW_TEST_TIMEOUT} // 300) unless $SIG{ALRM};
@@ -300,6 +306,7 @@ sub run_node {
     my $r = run([node_bin(), $script, @{ $o{args} || [] }],
                 env => $o{env}, timeout => $o{timeout} // 60, cwd => $o{cwd});
     $r->{json} = json_decode($r->{stdout});
+    GwArtifacts::node($script, $r);
     return $r;
 }
 
@@ -353,6 +360,7 @@ sub http {
              headers => $res->{headers} || {}, body => $res->{content} // '');
     $r{json} = json_decode($r{body});
     $r{error} = $r{body} if $r{status} == 599;
+    GwArtifacts::response($method, $url, \%r);
     return \%r;
 }
 
@@ -544,6 +552,7 @@ sub stream_request {
     $r{t_end} = Time::HiRes::time();
     close $sock;
     $r{json} = json_decode($r{body});
+    GwArtifacts::response($method, $url, \%r);
     return \%r;
 }
 
@@ -703,6 +712,7 @@ sub nginx_t {
     $env{LD_PRELOAD} = $ENV{LLMGW_NGINX_PRELOAD} if $ENV{LLMGW_NGINX_PRELOAD};
     my $r = run([nginx_bin(), '-t', '-p', "$prefix/", '-c', $file],
                 env => \%env, timeout => $o{timeout} // 30);
+    GwArtifacts::nginx_t($text, $o{env}, "$prefix/conf", $r->{stdout} . $r->{stderr});
     return ($r->{exit}, $r->{stdout} . $r->{stderr}, $file, $first);
 }
 
@@ -773,6 +783,7 @@ sub _write_conf {
     my ($text, $first) = Gw::_render_conf(%$o, vars => $self->{vars});
     ($self->{conf_text}, $self->{first_line}) = ($text, $first);
     Gw::_spew($self->{conf_file}, $text);
+    GwArtifacts::nginx_conf($self);
 }
 
 sub _launch {
@@ -944,6 +955,7 @@ sub _cleanup {
             Gw::wait_until(sub { !grep { Gw::_alive($_) } @pids }, timeout => 5);
         }
     }
+    GwArtifacts::nginx_stopped($self);
     local $Test::Builder::Level = $Test::Builder::Level + 1;
     my @bad = $self->log_problems;
     if ($implicit) {
