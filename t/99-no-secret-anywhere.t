@@ -23,8 +23,11 @@
 # duplicate header line: ..." while reading client request headers), which
 # quote the client's own headers, and not nginx's own debug lines, which print
 # every request header and every request sent upstream, credentials included
-# (the gateway's own debug lines are read, as t/83-debug-trace.t does). A secret a mock echoes on purpose must arrive masked ('*' for each
-# byte, t/58-secret-echo.t), so it is not found.
+# (the gateway's own debug lines are read, as t/83-debug-trace.t does), and
+# in the official clients' output not what the test gave that client (its
+# own key, which the dashboard's runner reports back from sessionStorage). A
+# secret a mock echoes on purpose must arrive masked ('*' for each byte,
+# t/58-secret-echo.t), so it is not found.
 #
 # It always runs a small representative workload of its own first (every
 # kind of secret, each given literally, by env: and by file:; chat whole and
@@ -245,8 +248,15 @@ sub slurp { my $t = GwArtifacts::_slurp($_[0]); return $t // '' }
 sub outputs_of {
     my ($d) = @_;
     my @out;
-    for my $f (qw(nginx-t.log node.log store-events.log)) {
+    for my $f (qw(nginx-t.log store-events.log)) {
         push @out, [$f, slurp("$d/$f")] if -f "$d/$f";
+    }
+    # The clients' records: what a client reports of its own inputs (the key
+    # the test gave it, which the dashboard's runner reads back from the
+    # page's sessionStorage) is not the gateway's output.
+    for my $rec (split /^(?=### node )/m, slurp("$d/node.log")) {
+        next unless $rec =~ s/\A### node (\S+) exit=\S* inputs=([0-9a-f,]*)\n//;
+        push @out, ["node.log ($1)", $rec, [map { pack 'H*', $_ } grep { length } split /,/, $2]];
     }
     if (-f "$d/responses.log") {
         # The record lines name the request's path: the test's input.
@@ -378,11 +388,12 @@ my $re = qr/($alt)/;
 my ($bytes, $n_outputs, @hits) = (0, 0);
 for my $s (@scripts) {
     for my $o (outputs_of("$ROOT/$s")) {
-        my ($name, $text) = @$o;
+        my ($name, $text, $inputs) = @$o;
         $n_outputs++;
         $bytes += length $text;
         while ($text =~ /$re/g) {
             my ($secret, $at) = ($1, $-[0]);
+            next if grep { index($_, $secret) >= 0 } @{ $inputs || [] };
             my $ls = rindex($text, "\n", $at) + 1;
             my $le = index($text, "\n", $at);
             $le = length $text if $le < 0;

@@ -306,7 +306,7 @@ sub run_node {
     my $r = run([node_bin(), $script, @{ $o{args} || [] }],
                 env => $o{env}, timeout => $o{timeout} // 60, cwd => $o{cwd});
     $r->{json} = json_decode($r->{stdout});
-    GwArtifacts::node($script, $r);
+    GwArtifacts::node($script, $r, [values(%{ $o{env} || {} }), @{ $o{args} || [] }]);
     return $r;
 }
 

@@ -16,7 +16,11 @@ package GwArtifacts;
 #                                      Gw::parallel append too)
 #   nginx-t.log                        the output of every Gw::nginx_t
 #   node.log                           stdout and stderr of every Gw::run_node
-#                                      (the official clients' view)
+#                                      (the official clients' view), each
+#                                      record headed by the client's own
+#                                      inputs (its environment and arguments
+#                                      as hex): what a client reports of what
+#                                      it was given is not the gateway's
 #   secrets.txt                        every configured secret, one per line:
 #                                      hex of its bytes, a tab, where it was
 #                                      configured (never the value in clear)
@@ -315,12 +319,14 @@ sub response {
                                      $path // '', $r->{status} // '-', $head, $body));
 }
 
-# Gw::run_node ran a client.
+# Gw::run_node ran a client; $inputs: the values the test gave it
+# (environment, arguments).
 sub node {
-    my ($script, $r) = @_;
+    my ($script, $r, $inputs) = @_;
     return unless enabled();
     refresh();
-    _append('node.log', "### node $script exit=" . ($r->{exit} // '-') . "\n"
+    my $in = join ',', map { my $v = $_ // ''; utf8::encode($v) if utf8::is_utf8($v); unpack('H*', $v) } @{ $inputs || [] };
+    _append('node.log', "### node $script exit=" . ($r->{exit} // '-') . " inputs=$in\n"
                         . ($r->{stdout} // '') . "\n" . ($r->{stderr} // '') . "\n");
 }
 
