@@ -3,7 +3,8 @@
 #   make              build build/ngx_http_llm_gateway_module.so against Debian's nginx-dev
 #   make NGINX_SRC=/path/to/nginx-1.x.y   build against another nginx source tree
 #   make unit         build and run the pure-C++ unit tests (GoogleTest)
-#   make test         unit tests, then the integration suite (prove -r t/)
+#   make test         unit tests, then the integration suite (prove -r t/); the tests run per
+#                     file and in total are printed, and under CI=true a skipped test fails
 #   make run          start stock nginx with the module on conf/example.conf (foreground)
 #   make bench        gateway vs plain nginx proxy_pass, side by side
 #   make bench-instructions  instructions per request (callgrind), check vs reserve mode
@@ -95,12 +96,23 @@ $(BUILD)/obj/src/core/admin/ui_assets.o: $(UI_FILES)
 $(UNIT_BIN): $(UNIT_OBJS)
 	$(CXX) $(CXXFLAGS) -o $@ $(UNIT_OBJS) -lgtest -lgtest_main -lpthread -lcrypto -lhiredis
 
+# How many tests each part ran (make test prints them at the end).
+COUNTS := $(BUILD)/test-counts
+
+# AdmitScriptRedis.* need a redis-server: t/30-redis-script.t runs them
+# against one (they would only skip here). A skipped test fails under CI
+# (scripts/test-counts).
+UNIT_FILTER ?= -AdmitScriptRedis.*
 unit: $(UNIT_BIN)
-	$(UNIT_BIN)
+	@mkdir -p $(COUNTS)
+	@set -o pipefail; $(UNIT_BIN) --gtest_filter='$(UNIT_FILTER)' 2>&1 | tee $(BUILD)/unit.log
+	@scripts/test-counts unit gtest $(BUILD)/unit.log $(COUNTS)/unit
 
 # The dashboard's formatting, chart-scaling and sorting functions (node's test runner).
 ui-unit:
-	node --test t/ui/
+	@mkdir -p $(COUNTS)
+	@set -o pipefail; node --test t/ui/ 2>&1 | tee $(BUILD)/ui-unit.log
+	@scripts/test-counts ui-unit node $(BUILD)/ui-unit.log $(COUNTS)/ui-unit
 
 js: t/js/node_modules/.installed
 t/js/node_modules/.installed: t/js/package.json t/js/package-lock.json
@@ -116,18 +128,27 @@ t/conformance/node_modules/.installed: t/conformance/package.json t/conformance/
 
 # A failing file is run once more, verbosely, so that its diagnostics end the
 # output (a parallel run interleaves them far above the summary); the target
-# fails either way.
+# fails either way. t/lib/GwHarness.pm prints the tests run per file and in
+# total, and under CI=true fails the run when a file or a test was skipped.
+# t/testrules.yml runs t/99-*.t last, alone: t/99-no-secret-anywhere.t reads
+# what every other file left in $(ARTIFACTS) (Gw.pm keeps it there when
+# LLMGW_ARTIFACTS is set).
+ARTIFACTS := $(BUILD)/test-artifacts
 integration: module js conformance-deps
-	@export LLMGW_MODULE=$(CURDIR)/$(MODULE) NGINX_BIN=$(NGINX_BIN); \
-	if prove -j$(PROVE_JOBS) -r --state=save t/; then exit 0; fi; \
+	@mkdir -p $(COUNTS) && rm -rf $(ARTIFACTS) && mkdir -p $(ARTIFACTS)
+	@export LLMGW_MODULE=$(CURDIR)/$(MODULE) NGINX_BIN=$(NGINX_BIN) LLMGW_ARTIFACTS=$(CURDIR)/$(ARTIFACTS) \
+	  LLMGW_COUNTS_FILE=$(CURDIR)/$(COUNTS)/integration PERL5LIB=$(CURDIR)/t/lib$${PERL5LIB:+:$$PERL5LIB}; \
+	if prove --harness=GwHarness -j$(PROVE_JOBS) -r --state=save t/; then exit 0; fi; \
 	echo "== the failed files once more, verbosely:"; \
 	prove -v --state=failed || true; exit 1
 
 test: deps
+	@rm -rf $(COUNTS)
 	$(MAKE) --no-print-directory -j$$(nproc) $(UNIT_BIN)
 	$(MAKE) --no-print-directory unit
 	$(MAKE) --no-print-directory ui-unit
 	$(MAKE) --no-print-directory integration
+	@echo "== make test ran:"; cat $(COUNTS)/unit $(COUNTS)/ui-unit $(COUNTS)/integration | sed 's/^/   /'
 
 # The integration suite against a module built with AddressSanitizer and
 # UndefinedBehaviorSanitizer, loaded into the stock nginx with libasan
@@ -161,15 +182,18 @@ fuzz:
 	    $(BUILD)/fuzz/$$t -max_total_time=$(FUZZ_SECONDS) -max_len=4096 $(BUILD)/fuzz/corpus-$$t || exit 1; \
 	done
 
+# t/03-deb.t is left out: the package holds the release build.
 test-asan: js conformance-deps
 	$(MAKE) --no-print-directory BUILD=$(ASAN_BUILD) module \
 	  NGX_CC_OPT="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined" \
 	  NGX_LD_OPT="-fsanitize=address,undefined"
+	@rm -rf $(ASAN_BUILD)/test-artifacts && mkdir -p $(ASAN_BUILD)/test-artifacts
 	LLMGW_MODULE=$(CURDIR)/$(ASAN_BUILD)/ngx_http_llm_gateway_module.so NGINX_BIN=$(NGINX_BIN) \
 	  LLMGW_NGINX_PRELOAD="$$($(CXX) -print-file-name=libasan.so) $$($(CXX) -print-file-name=libubsan.so)" \
 	  ASAN_OPTIONS=detect_leaks=0:abort_on_error=0:log_path=stderr \
 	  UBSAN_OPTIONS=print_stacktrace=1 \
-	  prove -j$(PROVE_JOBS) -r t/
+	  LLMGW_ARTIFACTS=$(CURDIR)/$(ASAN_BUILD)/test-artifacts PERL5LIB=$(CURDIR)/t/lib$${PERL5LIB:+:$$PERL5LIB} \
+	  prove --harness=GwHarness -j$(PROVE_JOBS) $$(ls t/*.t | grep -v '^t/03-deb\.t$$')
 
 # The soak (t/soak/soak.pl): SOAK_SECONDS (default 600) of mixed traffic with
 # store outages, reloads and client cancels against the sanitizer build;

@@ -270,7 +270,7 @@ subtest 'nginx -t reports file, line and message' => sub {
 };
 
 SKIP: {
-    skip 't/js/node_modules is absent: run `npm ci` in t/js for the openai SDK smoke test', 1
+    Gw::skip('t/js/node_modules is absent: run `make js` (npm ci in t/js) for the openai SDK smoke test', 1)
         unless Gw::have_js_deps();
     subtest 'openai SDK smoke through the proxy' => sub {
         $mock->clear;

@@ -11,7 +11,7 @@ use GwConf;
 use Test::More;
 
 Gw::need_module();
-plan(skip_all => 't/js/node_modules is absent: run `npm ci` in t/js') unless Gw::have_js_deps();
+Gw::need_js_deps();
 
 my $KEY = 'sk-sdk-alice-8f7e6d5c';
 my $PKEY = 'sk-sdk-provider-1a2b3c';

@@ -17,7 +17,7 @@ use POSIX ();
 use Test::More;
 
 my $unit = $ENV{LLMGW_UNIT_BIN} || "$Gw::ROOT/build/unit_tests";
-plan(skip_all => "$unit is missing: run make unit first") unless -x $unit;
+Gw::need(-x $unit, "$unit is missing: run make unit first");
 
 my $redis_bin = $ENV{REDIS_SERVER};
 unless ($redis_bin) {
@@ -26,7 +26,7 @@ unless ($redis_bin) {
         if (-x $p) { $redis_bin = $p; last }
     }
 }
-plan(skip_all => 'redis-server not found (apt-get install redis-server)') unless $redis_bin && -x $redis_bin;
+Gw::need($redis_bin && -x $redis_bin, 'redis-server not found (apt-get install redis-server)');
 
 my $dir = File::Temp::tempdir('llmgw-redis-XXXXXX', TMPDIR => 1, CLEANUP => 1);
 my $port = Gw::free_port();

@@ -3,7 +3,9 @@
 # is a store error (the latch line says why, fail-open serves, fail-closed
 # answers 503) and the password never shows in error.log nor in responses.
 # TLS with certificates generated at test time: the right CA counts, a
-# wrong CA or host name is refused (fail_open=off: 503), tls_verify=off
+# wrong CA or host name is refused (fail_open=off: 503), verification is on
+# by default (no tls_ca: the system CA certificates, which do not vouch for
+# the test's CA, so the server is refused), tls_verify=off
 # accepts, and a server that requires client certificates works with
 # tls_cert/tls_key and refuses a client without them.
 use strict;
@@ -26,7 +28,7 @@ my $tmp = File::Temp::tempdir('llmgw41-XXXXXX', TMPDIR => 1, CLEANUP => !$ENV{LL
 Gw::_spew("$tmp/pw", "$PW\n");
 Gw::_spew("$tmp/wrong", "$WRONG\n");
 
-my @USERS = map { "llm_gateway_user $_ key=sk-$_-41 group=g41;" } qw(p1 p2 p3 p4 p5 p6 t1 t2 t3 t4 t5 t6 m1 m2);
+my @USERS = map { "llm_gateway_user $_ key=sk-$_-41 group=g41;" } qw(p1 p2 p3 p4 p5 p6 t1 t2 t3 t4 t5 t6 t7 m1 m2);
 
 # An nginx whose store is $store (the rest of the llm_gateway_store line).
 sub gateway {
@@ -217,6 +219,18 @@ subtest 'a host name not in the certificate is refused (fail-open serves)' => su
     like($l[0] // '', qr/failed: store certificate does not match the host name; .*\(counting in shared memory meanwhile\)$/,
          'reason: the certificate does not match the host name');
     not_counted($rt, 't4', 'wrong name');
+    $ng->stop;
+};
+
+subtest 'verification is on by default: without tls_ca the system CAs refuse the test CA\'s server' => sub {
+    my $ng = gateway("rediss://127.0.0.1:$T fail_open=off", workers => 1) or return;
+    my $r = GwMeter::chat($ng, 'sk-t7-41');
+    is_503($r, 'no tls_ca, no tls_verify');
+    my @l = latch_lines($ng);
+    is(scalar @l, 1, 'exactly one latch line') or diag(join "\n", @l);
+    like($l[0] // '', qr/limit store rediss:\/\/127\.0\.0\.1:$T\/0 failed: store certificate verify failed: .+; not contacting it for 5 s \(refusing admission meanwhile\)$/,
+         'the reason: the certificate was not verified');
+    not_counted($rt, 't7', 'default verification');
     $ng->stop;
 };
 

@@ -16,7 +16,7 @@ use GwConf;
 use Test::More;
 
 Gw::need_module();
-plan(skip_all => 't/js/node_modules is absent: run `npm ci` in t/js') unless Gw::have_js_deps();
+Gw::need_js_deps();
 Gw::watchdog(240);
 
 my $MiB = 1024 * 1024;

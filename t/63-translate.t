@@ -13,7 +13,7 @@ use GwConf;
 use Test::More;
 
 Gw::need_module();
-plan(skip_all => 't/js/node_modules is absent: run `npm ci` in t/js') unless Gw::have_js_deps();
+Gw::need_js_deps();
 
 my $KEY = 'sk-tr-alice-5e6f7a8b';
 my %PKEY = (oai => 'sk-prov-oai-111', claude => 'sk-ant-prov-222', gem => 'AIzaProvGem333');

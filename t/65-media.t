@@ -20,7 +20,7 @@ use Test::More;
 
 Gw::need_module();
 GwRedis::need_redis();
-plan(skip_all => 't/js/node_modules is absent: run `npm ci` in t/js') unless Gw::have_js_deps();
+Gw::need_js_deps();
 
 my $KEY = 'sk-media-alice-1a2b3c4d';
 my $BOB = 'sk-media-bob-5e6f7a8b';

@@ -18,7 +18,7 @@ use Test::More;
 
 Gw::need_module();
 GwRedis::need_redis();
-plan(skip_all => 't/js/node_modules is absent: run `npm ci` in t/js') unless Gw::have_js_deps();
+Gw::need_js_deps();
 
 my $KEY = 'sk-pt-alice-0a1b2c3d';
 my $CAROL = 'sk-pt-carol-4e5f6a7b';

@@ -72,7 +72,7 @@ sub parse {
 sub promtool_ok {
     my ($text, $name) = @_;
     SKIP: {
-        skip 'promtool is not installed (Debian package prometheus)', 1 unless $promtool;
+        Gw::skip('promtool is not installed (Debian package prometheus)', 1) unless $promtool;
         my $f = "$dir/scrape.txt";
         open my $o, '>:raw', $f or die;
         print $o $text;

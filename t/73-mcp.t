@@ -19,7 +19,7 @@ use Test::More;
 use Time::HiRes ();
 
 Gw::need_module();
-plan(skip_all => 't/js/node_modules is absent: run `npm ci` in t/js') unless Gw::have_js_deps();
+Gw::need_js_deps();
 
 my %KEY = (pat => 'sk-mcp-pat-5e6f7a', alice => 'sk-mcp-alice-1a2b3c', erin => 'sk-mcp-erin-4d5e6f', olga => 'sk-mcp-olga-7a8b9c',
            bruno => 'sk-mcp-bruno-0d1e2f', admin => 'sk-mcp-admin-3a4b5c');

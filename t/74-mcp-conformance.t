@@ -17,8 +17,8 @@ use Test::More;
 
 Gw::need_module();
 my $HERE = "$Gw::ROOT/t/conformance";
-plan(skip_all => 't/conformance/node_modules is absent: run `npm ci` in t/conformance')
-    unless -x "$HERE/node_modules/node/bin/node" && -d "$HERE/node_modules/\@modelcontextprotocol/conformance";
+Gw::need(-x "$HERE/node_modules/node/bin/node" && -d "$HERE/node_modules/\@modelcontextprotocol/conformance",
+         't/conformance/node_modules is absent: run `make conformance-deps` (npm ci in t/conformance)');
 
 my $KEY = 'sk-conformance-0a1b2c3d4e';
 my $fixture = Gw::Mock->start(script => 't/conformance/fixture_server.mjs', env => { FIXTURE_MODE => 'stateless' });

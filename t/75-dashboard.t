@@ -26,9 +26,9 @@ use Test::More;
 
 Gw::need_module();
 GwRedis::need_redis();
-plan skip_all => 't/js/node_modules missing (make js)' unless Gw::have_js_deps() && -d "t/js/node_modules/playwright-core";
+Gw::need(Gw::have_js_deps() && -d "t/js/node_modules/playwright-core", 't/js/node_modules missing (make js)');
 my $chromium = $ENV{CHROMIUM_BIN} || '/usr/bin/chromium';
-plan skip_all => "$chromium missing (scripts/install-deps installs Debian's chromium)" unless -x $chromium;
+Gw::need(-x $chromium, "$chromium missing (scripts/install-deps installs Debian's chromium)");
 
 my $ADMIN = $GwMeter::ADMIN_KEY;
 my $mock = Gw::Mock->start();

@@ -46,6 +46,7 @@ struct GatewayState {
     std::shared_ptr<const Directory> directory;   // inline users + users file, swapped on reload
     std::string users_file;                         // "" = none
     std::string users_file_where;                   // file:line of its directive
+    std::string users_file_warning;                 // it holds keys others may read ("" = no)
     std::unique_ptr<StoreSettings> store;           // null: shared memory only
     std::string replica;                            // llm_gateway_replica (default: host name)
     std::string instance;                           // llm_gateway_instance

@@ -127,6 +127,7 @@ void collect_warnings(ngx_conf_t* cf, MainConf* mcf) {
                                   ") has no price: under a cost budget, token-billed requests for it are refused (402)");
         }
     }
+    if (!st.users_file_warning.empty()) st.warnings.push_back(st.users_file_warning);
     for (const auto& ep : st.mcp_endpoints) {
         if (!ep->own_key) {
             st.warnings.push_back("llm_gateway_mcp has no session_key=: MCP sessions hold on this replica only, "

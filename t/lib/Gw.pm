@@ -19,6 +19,9 @@ package Gw;
 #   NODE_BIN            node binary (default: node from PATH)
 #   LLMGW_KEEP=1        keep nginx prefixes (temp dirs) after the test
 #   LLMGW_TEST_TIMEOUT  watchdog for a whole test script, seconds (default 300)
+#   LLMGW_ARTIFACTS     keep what the gateways said (logs, responses, nginx -t
+#                       output) and the configured secrets under this folder,
+#                       for t/99-no-secret-anywhere.t (t/lib/GwArtifacts.pm)
 
 use strict;
 use warnings;
@@ -35,6 +38,7 @@ use POSIX ();
 use Scalar::Util ();
 use Test::More ();
 use Time::HiRes ();
+use GwArtifacts ();
 
 our $VERSION = '0.1';
 
@@ -54,7 +58,9 @@ my $JSON = JSON::PP->new->utf8->canonical->allow_nonref->allow_blessed->convert_
 my $OWNER_PID = $$;     # the test script; forked helpers never clean up
 my %LIVE;               # refaddr -> weak ref to live Gw::Nginx / Gw::Mock
 
+my $artifacts_ready;
 sub import {
+    GwArtifacts::init() unless $artifacts_ready++;
     # A whole test script is bounded in time, and INT/TERM still run the
     # END cleanup below.
     watchdog($ENV{LLMGW_TEST_TIMEOUT} // 300) unless $SIG{ALRM};
@@ -75,16 +81,80 @@ sub node_bin    { $ENV{NODE_BIN} || 'node' }
 # (quarantine_size_mb, 256 MiB by default) resident; elsewhere nothing.
 sub sanitizer_slack_kb { $ENV{LLMGW_NGINX_PRELOAD} ? 256 * 1024 : 0 }
 
+# ---- tests that cannot run: skipped on a developer's machine, failed in CI
+#
+# Every test that cannot run here (a missing redis-server, node packages,
+# Chromium, root...) says so through these, never through Test::More's
+# plan(skip_all) or skip() directly: under CI (the environment variable CI set
+# to anything but "", "0" or "false", as CI services set it) a test that
+# cannot run fails, with its reason, so that a machine missing something
+# cannot pass by skipping. The integration target of the Makefile checks the
+# same from the harness's side (t/lib/GwHarness.pm).
+
+sub in_ci {
+    my $v = $ENV{CI} // '';
+    return $v ne '' && $v ne '0' && lc($v) ne 'false';
+}
+
+# The whole script cannot run: skip_all with $why, or under CI one failing
+# test naming $why, and the script ends.
+sub skip_all {
+    my ($why) = @_;
+    local $Test::Builder::Level = $Test::Builder::Level + 1;
+    if (in_ci()) {
+        Test::More::fail("cannot run: $why");
+        Test::More::diag("CI is set: a test that cannot run fails the run instead of skipping");
+        Test::More::done_testing();
+        exit 1;
+    }
+    my $tb = Test::More->builder;
+    if ($tb->current_test || $tb->has_plan) {    # tests already ran: the rest is one skipped test
+        $tb->skip($why);
+        Test::More::done_testing() unless $tb->has_plan;
+        exit 0;
+    }
+    Test::More::plan(skip_all => $why);
+}
+
+# Skips the whole script with $why unless $cond holds (see skip_all).
+sub need {
+    my ($cond, $why) = @_;
+    local $Test::Builder::Level = $Test::Builder::Level + 1;
+    skip_all($why) unless $cond;
+    return $cond;
+}
+
+# Inside a SKIP: { } block: skips $n tests with $why and leaves the block, or
+# under CI fails one test naming $why and leaves the block.
+sub skip {
+    my ($why, $n) = @_;
+    local $Test::Builder::Level = $Test::Builder::Level + 1;
+    if (in_ci()) {
+        Test::More::fail("cannot run: $why");
+        Test::More::diag("CI is set: a test that cannot run fails the run instead of skipping");
+        no warnings 'exiting';
+        last SKIP;
+    }
+    Test::More::skip($why, $n // 1);
+}
+
 # Skips the whole test script unless LLMGW_MODULE names a readable file.
 sub need_module {
     my $m = module_path();
-    Test::More::plan(skip_all => 'LLMGW_MODULE is not set') unless defined $m;
-    Test::More::plan(skip_all => "LLMGW_MODULE=$m is not a readable file") unless -r $m;
+    local $Test::Builder::Level = $Test::Builder::Level + 1;
+    skip_all('LLMGW_MODULE is not set') unless defined $m;
+    skip_all("LLMGW_MODULE=$m is not a readable file") unless -r $m;
     return $m;
 }
 
 # True when t/js/node_modules holds the SDKs (after `npm ci` in t/js).
 sub have_js_deps { -d "$JS_DIR/node_modules/openai" }
+
+# Skips the whole script unless t/js/node_modules is installed.
+sub need_js_deps {
+    local $Test::Builder::Level = $Test::Builder::Level + 1;
+    need(have_js_deps(), 't/js/node_modules is absent: run `make js` (npm ci in t/js)');
+}
 
 sub json_encode { $JSON->encode($_[0]) }
 sub json_decode {
@@ -236,6 +306,7 @@ sub run_node {
     my $r = run([node_bin(), $script, @{ $o{args} || [] }],
                 env => $o{env}, timeout => $o{timeout} // 60, cwd => $o{cwd});
     $r->{json} = json_decode($r->{stdout});
+    GwArtifacts::node($script, $r, [values(%{ $o{env} || {} }), @{ $o{args} || [] }]);
     return $r;
 }
 
@@ -289,6 +360,7 @@ sub http {
              headers => $res->{headers} || {}, body => $res->{content} // '');
     $r{json} = json_decode($r{body});
     $r{error} = $r{body} if $r{status} == 599;
+    GwArtifacts::response($method, $url, \%r);
     return \%r;
 }
 
@@ -480,6 +552,7 @@ sub stream_request {
     $r{t_end} = Time::HiRes::time();
     close $sock;
     $r{json} = json_decode($r{body});
+    GwArtifacts::response($method, $url, \%r);
     return \%r;
 }
 
@@ -639,6 +712,7 @@ sub nginx_t {
     $env{LD_PRELOAD} = $ENV{LLMGW_NGINX_PRELOAD} if $ENV{LLMGW_NGINX_PRELOAD};
     my $r = run([nginx_bin(), '-t', '-p', "$prefix/", '-c', $file],
                 env => \%env, timeout => $o{timeout} // 30);
+    GwArtifacts::nginx_t($text, $o{env}, "$prefix/conf", $r->{stdout} . $r->{stderr});
     return ($r->{exit}, $r->{stdout} . $r->{stderr}, $file, $first);
 }
 
@@ -709,6 +783,7 @@ sub _write_conf {
     my ($text, $first) = Gw::_render_conf(%$o, vars => $self->{vars});
     ($self->{conf_text}, $self->{first_line}) = ($text, $first);
     Gw::_spew($self->{conf_file}, $text);
+    GwArtifacts::nginx_conf($self);
 }
 
 sub _launch {
@@ -880,6 +955,7 @@ sub _cleanup {
             Gw::wait_until(sub { !grep { Gw::_alive($_) } @pids }, timeout => 5);
         }
     }
+    GwArtifacts::nginx_stopped($self);
     local $Test::Builder::Level = $Test::Builder::Level + 1;
     my @bad = $self->log_problems;
     if ($implicit) {

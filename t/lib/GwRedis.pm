@@ -3,7 +3,7 @@ package GwRedis;
 # Redis helpers for the shared-store tests (t/4*.t).
 #
 #   use lib 't/lib'; use Gw; use GwRedis;
-#   GwRedis::need_redis();                           # skip_all without redis-server/redis-cli
+#   GwRedis::need_redis();                           # Gw::skip_all without redis-server/redis-cli
 #   my $rd = GwRedis->start();                       # plain, free port
 #   my $rd = GwRedis->start(password => 'pw');       # requirepass
 #   my $rd = GwRedis->start(tls => { cert => $c, key => $k, ca => $ca,
@@ -78,7 +78,7 @@ sub redis_cli_bin    { $ENV{REDIS_CLI_BIN}    || 'redis-cli' }
 sub need_redis {
     for my $b (redis_server_bin(), redis_cli_bin()) {
         my $r = Gw::run([$b, '--version'], timeout => 10);
-        Test::More::plan(skip_all => "$b is not available") if $r->{exit} != 0;
+        Gw::skip_all("$b is not available (apt-get install redis-server, or make deps)") if $r->{exit} != 0;
     }
 }
 

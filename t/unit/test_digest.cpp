@@ -1,6 +1,11 @@
 #include <gtest/gtest.h>
 
+#include <string>
+#include <type_traits>
+#include <utility>
+
 #include "core/config/digest.h"
+#include "core/config/gwconfig.h"
 
 using llmgw::Digest;
 
@@ -55,4 +60,50 @@ TEST(Digest, Equal) {
     b[0] ^= 0x80;
     EXPECT_FALSE(llmgw::digest_equal(a, b));
     EXPECT_FALSE(llmgw::digest_equal(a, llmgw::sha256("two")));
+}
+
+// Key comparison is constant time: a presented key is hashed (SHA-256), the
+// digest looked up in a table keyed by digests, and the digest found compared
+// with CRYPTO_memcmp (digest_equal), whose time does not depend on where the
+// arrays differ. What a unit test can hold: every byte and every bit takes
+// part in the comparison, and no user keeps a key to compare byte by byte.
+TEST(Digest, EqualSeesEveryBitOfEveryByte) {
+    const Digest a = llmgw::sha256("constant-time");
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        for (int bit = 0; bit < 8; ++bit) {
+            Digest b = a;
+            b[i] = static_cast<std::uint8_t>(b[i] ^ (1u << bit));
+            EXPECT_FALSE(llmgw::digest_equal(a, b)) << "byte " << i << " bit " << bit;
+        }
+    }
+    EXPECT_TRUE(llmgw::digest_equal(a, Digest(a)));
+}
+
+namespace {
+template <typename T, typename = void>
+struct has_key_member : std::false_type {};
+template <typename T>
+struct has_key_member<T, std::void_t<decltype(std::declval<T>().key)>> : std::true_type {};
+}  // namespace
+
+static_assert(!has_key_member<llmgw::UserConf>::value,
+              "a user keeps its key's SHA-256 digest only: keys are never compared byte by byte");
+
+TEST(Digest, KeysAreFoundByTheirDigestOnly) {
+    llmgw::Directory d;
+    llmgw::UserConf u;
+    u.name = "alice";
+    u.key_digest = llmgw::sha256("sk-alice-0123456789");
+    ASSERT_EQ(d.add_user(u), "");
+    d.close();
+    ASSERT_NE(d.find_by_key("sk-alice-0123456789"), nullptr);
+    EXPECT_EQ(d.find_by_key("sk-alice-0123456789")->name, "alice");
+    // Near misses: the last byte, the first byte, a prefix, one byte more, a
+    // NUL inside, another case.
+    for (const std::string& k : {std::string("sk-alice-0123456788"), std::string("tk-alice-0123456789"),
+                                std::string("sk-alice-012345678"), std::string("sk-alice-01234567890"),
+                                std::string("sk-alice-0123456789\0", 20), std::string("SK-ALICE-0123456789"),
+                                std::string("")}) {
+        EXPECT_EQ(d.find_by_key(k), nullptr) << k.size() << " bytes";
+    }
 }

@@ -176,6 +176,33 @@ TEST(UsersFile, Errors) {
     EXPECT_EQ(dup, "user \"b\" has the same key as user \"a\"");
 }
 
+// A users file that gives keys themselves (not env:, file: or keySha256)
+// and that its group or other users may read is warned about at load.
+TEST(UsersFile, KeysOthersMayReadAreWarnedAbout) {
+    Directory d;
+    d.add_user(user("inline", "k-inline"));   // inline users are nginx.conf's, not the file's
+    const std::string json = R"({"users":[{"name":"a","key":"sk-a-secret"},{"name":"b","key":"literal:env:x"},
+      {"name":"c","key":"env:LLMGW_TEST_KEY"},{"name":"d","keySha256":")" + to_hex(sha256("sk-d")) + R"("}]})";
+    auto getenv_fn = [](const char*) -> const char* { return "sk-from-env-c"; };
+    ASSERT_EQ(load_users_file(json, d, getenv_fn), "");
+    EXPECT_EQ(llmgw::users_file_keys(d), 2u) << "a (literal) and b (literal:), not c (env:) nor d (keySha256)";
+
+    const std::string path = "/etc/nginx/users.json";
+    EXPECT_EQ(llmgw::users_file_exposure(path, 0100600, 2), "");
+    EXPECT_EQ(llmgw::users_file_exposure(path, 0100400, 2), "");
+    EXPECT_EQ(llmgw::users_file_exposure(path, 0100622, 2), "") << "write bits are not read bits";
+    EXPECT_EQ(llmgw::users_file_exposure(path, 0100644, 0), "") << "no key in the file: nothing to read";
+    EXPECT_EQ(llmgw::users_file_exposure(path, 0100644, 2),
+              "users file \"/etc/nginx/users.json\" holds 2 keys and can be read by its group and every other user "
+              "(mode 0644): make it readable by the user nginx's workers run as only (chmod 600, owned by that "
+              "user), or give the keys as keySha256, env: or file:");
+    EXPECT_NE(llmgw::users_file_exposure(path, 0100640, 1).find("holds 1 key and can be read by its group (mode 0640)"),
+              std::string::npos);
+    EXPECT_NE(llmgw::users_file_exposure(path, 0100604, 3).find("can be read by every other user (mode 0604)"),
+              std::string::npos);
+    EXPECT_EQ(llmgw::users_file_exposure(path, 0100644, 2).find("sk-a-secret"), std::string::npos);
+}
+
 TEST(GatewayConfig, PriceLinesNameAConfiguredProvider) {
     {
         GatewayConfig c;

@@ -7,6 +7,7 @@
 #include <string>
 
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "core/config/secret.h"
@@ -120,13 +121,40 @@ TEST_F(SecretFiles, MissingFileAndDirectory) {
     EXPECT_FALSE(r.error.empty());
 }
 
+// Root reads every file: as root, the file is read by a child process that
+// has become nobody (65534), so the test runs (not skips) under CI as root.
 TEST_F(SecretFiles, Unreadable) {
-    if (geteuid() == 0) GTEST_SKIP() << "root reads everything";
     const std::string path = write("noperm", "topsecretvalue\n");
     ASSERT_EQ(chmod(path.c_str(), 0), 0);
-    auto r = resolve_secret("file:" + path);
-    EXPECT_FALSE(r.ok);
-    EXPECT_EQ(r.error, "secret file \"" + path + "\" cannot be read: Permission denied");
+    if (geteuid() != 0) {
+        auto r = resolve_secret("file:" + path);
+        EXPECT_FALSE(r.ok);
+        EXPECT_EQ(r.error, "secret file \"" + path + "\" cannot be read: Permission denied");
+        return;
+    }
+    ASSERT_EQ(chmod(dir.c_str(), 0755), 0);
+    int fds[2];
+    ASSERT_EQ(pipe(fds), 0);
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        close(fds[0]);
+        if (setgid(65534) != 0 || setuid(65534) != 0) _exit(2);
+        auto r = resolve_secret("file:" + path);
+        const std::string out = (r.ok ? "ok:" : "error:") + r.error;
+        const ssize_t n = ::write(fds[1], out.data(), out.size());
+        _exit(n == static_cast<ssize_t>(out.size()) ? 0 : 3);
+    }
+    close(fds[1]);
+    std::string got;
+    char buf[512];
+    ssize_t n;
+    while ((n = read(fds[0], buf, sizeof buf)) > 0) got.append(buf, static_cast<std::size_t>(n));
+    close(fds[0]);
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the child could not become nobody";
+    EXPECT_EQ(got, "error:secret file \"" + path + "\" cannot be read: Permission denied");
 }
 
 TEST_F(SecretFiles, SizeLimit) {

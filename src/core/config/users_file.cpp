@@ -1,5 +1,7 @@
 #include "core/config/users_file.h"
 
+#include <cstdio>
+
 #include <rapidjson/document.h>
 
 namespace llmgw {
@@ -86,6 +88,25 @@ std::string load_user(const rapidjson::Value& u, Directory& dir, std::size_t ind
 }
 
 }  // namespace
+
+std::size_t users_file_keys(const Directory& dir) {
+    std::size_t n = 0;
+    for (const UserConf& u : dir.users()) n += u.where == "users file" && u.key_source == "literal" ? 1 : 0;
+    return n;
+}
+
+std::string users_file_exposure(std::string_view path, unsigned mode, std::size_t keys) {
+    constexpr unsigned kGroupRead = 040, kOtherRead = 04;
+    if (keys == 0 || (mode & (kGroupRead | kOtherRead)) == 0) return "";
+    char octal[8];
+    std::snprintf(octal, sizeof octal, "%04o", mode & 07777);
+    const char* who = (mode & kOtherRead) ? ((mode & kGroupRead) ? "its group and every other user" : "every other user")
+                                          : "its group";
+    return "users file \"" + std::string(path) + "\" holds " + std::to_string(keys) + (keys == 1 ? " key" : " keys") +
+           " and can be read by " + who + " (mode " + octal +
+           "): make it readable by the user nginx's workers run as only (chmod 600, owned by that user), or give "
+           "the keys as keySha256, env: or file:";
+}
 
 std::string load_users_file(std::string_view json, Directory& dir, const GetEnv& getenv_fn) {
     try {

@@ -17,4 +17,13 @@ namespace llmgw {
 // the entry (never a key).
 std::string load_users_file(std::string_view json, Directory& dir, const GetEnv& getenv_fn = nullptr);
 
+// How many users of the users file (where == "users file") give their key
+// itself: literally or as literal: (not env:, file: or keySha256).
+std::size_t users_file_keys(const Directory& dir);
+
+// The warning for a users file holding keys that other users may read (its
+// mode has the group or other read bit): "" when there is nothing to say.
+// Names the file and its mode, never a key.
+std::string users_file_exposure(std::string_view path, unsigned mode, std::size_t keys);
+
 }  // namespace llmgw

@@ -60,6 +60,16 @@ char* provider(ngx_conf_t* cf, GatewayState* st) {
             char* rv = nullptr;
             if (!resolve(cf, "llm_gateway_provider", prm.value, p.key, &rv)) return rv;
             p.key_ref = describe_secret_ref(prm.value);
+            // The key goes into a request header: a CR, LF or NUL in it would
+            // split or end that header (the reference is named, never the value).
+            for (char c : p.key) {
+                const auto u = static_cast<unsigned char>(c);
+                if (u < 0x20 || u == 0x7f) {
+                    return conf_error(cf, "llm_gateway_provider \"" + p.name + "\": its key (" + p.key_ref +
+                                              ") holds a control byte (CR, LF, NUL, another below 0x20 or DEL); a key "
+                                              "is sent in a request header and may hold none");
+                }
+            }
         } else if (prm.name == "models" && prm.has_eq) {
             p.models = split_list(prm.value);
         } else if (prm.name == "groups" && prm.has_eq) {

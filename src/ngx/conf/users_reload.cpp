@@ -40,6 +40,30 @@ bool read_file(const std::string& path, std::string& out, std::string& err) {
     return true;
 }
 
+// The warning for a loaded file that holds keys and that other users may
+// read ("" when none; docs/directives.md#llm_gateway_users_file).
+std::string exposure(const std::string& path, const Directory& dir) {
+    struct stat st;
+    if (stat(path.c_str(), &st) != 0) return "";
+    return users_file_exposure(path, static_cast<unsigned>(st.st_mode), users_file_keys(dir));
+}
+
+// Keeps the worker's list of warnings (the admin overview's) in step with
+// the file as last loaded.
+void set_exposure(GatewayState& st, std::string w) {
+    if (!st.users_file_warning.empty()) {
+        auto& v = st.warnings;
+        for (auto it = v.begin(); it != v.end(); ++it) {
+            if (*it == st.users_file_warning) {
+                v.erase(it);
+                break;
+            }
+        }
+    }
+    st.users_file_warning = std::move(w);
+    if (!st.users_file_warning.empty()) st.warnings.push_back(st.users_file_warning);
+}
+
 // Builds inline users + the file's users; "" or the reason it failed.
 std::string build(const GatewayState& st, std::shared_ptr<Directory>& out) {
     std::string text, err;
@@ -81,6 +105,10 @@ void poll(ngx_event_t* ev) {
                 p->have_rejected = false;
                 ngx_log_error(NGX_LOG_NOTICE, ev->log, 0, "llm_gateway: users file \"%s\" reloaded: %uz users",
                               log_value(st.users_file).c_str(), dir->users().size());
+                set_exposure(st, exposure(st.users_file, *dir));
+                if (!st.users_file_warning.empty()) {
+                    ngx_log_error(NGX_LOG_WARN, ev->log, 0, "llm_gateway: %s", log_text(st.users_file_warning).c_str());
+                }
             }
         }
     } catch (const std::exception& e) {
@@ -95,7 +123,12 @@ void poll(ngx_event_t* ev) {
 std::string load_users_file_at_start(GatewayState& st) {
     std::shared_ptr<Directory> dir;
     std::string err = build(st, dir);
-    if (err.empty()) st.directory = dir;
+    if (err.empty()) {
+        st.directory = dir;
+        // Logged with the other warnings (collect_warnings), at every start,
+        // reload and nginx -t.
+        st.users_file_warning = exposure(st.users_file, *dir);
+    }
     return err;
 }
 

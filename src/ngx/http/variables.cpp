@@ -2,7 +2,10 @@
 // (docs/variables.md): who called, which route, which model and provider
 // answered, what was counted and why admission refused. Each is read from
 // the request's context; "not found" (logged as "-") when the request did
-// not get that far.
+// not get that far. A text value holds no control byte: CR, LF, NUL, the
+// others below 0x20, DEL and the backslash are written \xHH, so that a
+// model or user name a caller or a users file chose cannot split a header
+// (add_header X-Model $llm_gateway_model) or a log line.
 #include <cinttypes>
 
 #include "ngx/request/route.h"
@@ -19,16 +22,32 @@ enum Field : uintptr_t {
     kUser, kGroup, kRoute, kModel, kProvider, kTokensIn, kTokensOut, kCost, kAttempts, kRejectKind,
 };
 
+bool needs_escape(unsigned char c) { return c < 0x20 || c == 0x7f || c == '\\'; }
+
 ngx_int_t set_text(ngx_http_request_t* r, ngx_http_variable_value_t* v, std::string_view s) {
     if (s.empty()) {
         v->not_found = 1;
         return NGX_OK;
     }
-    auto* p = static_cast<u_char*>(ngx_pnalloc(r->pool, s.size()));
+    std::size_t len = s.size();
+    for (char c : s) len += needs_escape(static_cast<unsigned char>(c)) ? 3 : 0;
+    auto* p = static_cast<u_char*>(ngx_pnalloc(r->pool, len));
     if (p == nullptr) return NGX_ERROR;
-    ngx_memcpy(p, s.data(), s.size());
+    static const char kHex[] = "0123456789ABCDEF";
+    u_char* q = p;
+    for (char ch : s) {
+        const auto c = static_cast<unsigned char>(ch);
+        if (!needs_escape(c)) {
+            *q++ = c;
+            continue;
+        }
+        *q++ = '\\';
+        *q++ = 'x';
+        *q++ = static_cast<u_char>(kHex[c >> 4]);
+        *q++ = static_cast<u_char>(kHex[c & 0xf]);
+    }
     v->data = p;
-    v->len = s.size();
+    v->len = len;
     v->valid = 1;
     v->no_cacheable = 1;
     v->not_found = 0;
