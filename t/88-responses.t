@@ -16,7 +16,7 @@ use GwConf;
 use Test::More;
 
 Gw::need_module();
-plan(skip_all => 't/js/node_modules is absent: run `npm ci` in t/js') unless Gw::have_js_deps();
+Gw::need_js_deps();
 
 my $KEY = 'sk-rs-alice-7a8b9c0d';
 my %PKEY = (oai => 'sk-prov-oai-444', claude => 'sk-ant-prov-555', gem => 'AIzaProvGem666');

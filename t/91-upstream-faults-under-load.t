@@ -21,7 +21,7 @@ use IO::Socket::INET;
 use Test::More;
 
 Gw::need_module();
-plan(skip_all => 't/js/node_modules is absent: run `npm ci` in t/js') unless Gw::have_js_deps();
+Gw::need_js_deps();
 Gw::watchdog(300);
 Gw::wait_until(sub { GwMeter::secs_to_midnight() > 180 }, timeout => 200, interval => 1);
 
