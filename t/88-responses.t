@@ -316,8 +316,9 @@ subtest 'GET, DELETE and cancel of a stored response reach OpenAI-type providers
 };
 
 subtest 'an OpenAI Agents SDK agent runs a turn with a tool through the gateway' => sub {
-    for my $case (['claude-sonnet-4-5', '/v1/messages'], ['gpt-4o-mini', '/v1/responses']) {
-        my ($model, $path) = @$case;
+    for my $case (['claude-sonnet-4-5', '/v1/messages', 0], ['gpt-4o-mini', '/v1/responses', 0],
+                  ['claude-sonnet-4-5', '/v1/messages', 1]) {
+        my ($model, $path, $stream) = @$case;
         $mock->reset;
         if ($path eq '/v1/messages') {
             $mock->script(
@@ -343,7 +344,8 @@ subtest 'an OpenAI Agents SDK agent runs a turn with a tool through the gateway'
                     usage => { input_tokens => 50, output_tokens => 8, total_tokens => 58 } } });
         }
         my $r = Gw::run_node('agents.mjs', timeout => 60,
-                             env => { GW_URL => $ng->url(''), GW_KEY => $KEY, MODEL => $model });
+                             env => { GW_URL => $ng->url(''), GW_KEY => $KEY, MODEL => $model, STREAM => $stream });
+        $model .= ' (streamed)' if $stream;
         is($r->{exit}, 0, "$model: agent script exits 0") or diag("stdout: $r->{stdout}\nstderr: $r->{stderr}");
         my $j = $r->{json} || {};
         ok($j->{ok}, "$model: the agent's run completed") or diag(Gw::json_encode($j));
@@ -354,7 +356,7 @@ subtest 'an OpenAI Agents SDK agent runs a turn with a tool through the gateway'
         is_deeply([map { $_->{path} } @$reqs], [$path, $path], "$model: two provider calls");
         my $second = $reqs->[1]{body} // '';
         like($second, qr/Sunny, 21C in Oslo/, "$model: the tool's output went back to the model");
-        ok($ng->wait_log(usage_line(($path eq '/v1/messages' ? 'claude/' : 'oai/') . $model, 50, 8, '\d+')),
+        ok($ng->wait_log(usage_line(($path eq '/v1/messages' ? 'claude/' : 'oai/') . ($model =~ s/ .*//r), 50, 8, '\d+')),
            "$model: the second turn accounted");
     }
 };

@@ -1,11 +1,11 @@
 // One turn of an OpenAI Agents SDK (npm @openai/agents) agent with a tool,
 // through the gateway's /v1/responses (t/88-responses.t).
 //
-//   GW_URL=http://127.0.0.1:PORT GW_KEY=sk-... MODEL=... node t/js/agents.mjs
+//   GW_URL=http://127.0.0.1:PORT GW_KEY=sk-... MODEL=... [STREAM=1] node t/js/agents.mjs
 //
 // The SDK's default model class speaks the Responses API; its own OpenAI
 // client is pointed at the gateway and tracing is off (nothing leaves the
-// machine). Prints one JSON line: {ok, final_output, tool_calls: [args...],
+// machine). STREAM=1 runs the agent streamed. Prints one JSON line: {ok, final_output, tool_calls: [args...],
 // usage} or {ok: false, name, message, status}.
 
 import { Agent, OpenAIProvider, Runner, tool, setTracingDisabled } from '@openai/agents';
@@ -37,7 +37,12 @@ const agent = new Agent({
 });
 
 try {
-  const result = await runner.run(agent, 'What is the weather in Oslo?');
+  const stream = process.env.STREAM === '1';
+  const result = await runner.run(agent, 'What is the weather in Oslo?', { stream });
+  if (stream) {
+    for await (const _ of result) { /* the events the SDK re-emits */ }
+    await result.completed;
+  }
   const u = result.state?.usage ?? null;
   process.stdout.write(JSON.stringify({
     ok: true, final_output: result.finalOutput, tool_calls: calls,

@@ -148,7 +148,7 @@ sub need_module {
 }
 
 # True when t/js/node_modules holds the SDKs (after `npm ci` in t/js).
-sub have_js_deps { -d "$JS_DIR/node_modules/openai" && -d "$JS_DIR/node_modules/@openai/agents" }
+sub have_js_deps { -d "$JS_DIR/node_modules/openai" && -d "$JS_DIR/node_modules/\@openai/agents" }
 
 # Skips the whole script unless t/js/node_modules is installed.
 sub need_js_deps {
