@@ -205,7 +205,7 @@ soak:
 	  NGX_LD_OPT="-fsanitize=address,undefined"
 	SOAK_SECONDS=$(SOAK_SECONDS) LLMGW_MODULE=$(CURDIR)/$(ASAN_BUILD)/ngx_http_llm_gateway_module.so NGINX_BIN=$(NGINX_BIN) \
 	  LLMGW_NGINX_PRELOAD="$$($(CXX) -print-file-name=libasan.so) $$($(CXX) -print-file-name=libubsan.so)" \
-	  ASAN_OPTIONS=detect_leaks=0:abort_on_error=0:log_path=stderr \
+	  ASAN_OPTIONS=detect_leaks=0:abort_on_error=0:log_path=stderr:quarantine_size_mb=32 \
 	  UBSAN_OPTIONS=print_stacktrace=1 \
 	  prove -v t/soak/soak.pl
 
