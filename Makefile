@@ -143,7 +143,7 @@ ASAN_BUILD := $(BUILD)/asan
 # links what it uses). A crash's input is written to
 # $(BUILD)/fuzz/crash-<target>-<hash>; the run stops there and fails.
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS ?= multipart mcp request store response config translate paths discovery users metrics
+FUZZ_TARGETS ?= multipart mcp request store response config translate paths discovery users metrics admin
 FUZZ_CXX ?= clang++
 FUZZ_DIR := $(BUILD)/fuzz
 FUZZ_FLAGS := -std=c++17 -O1 -g -fno-omit-frame-pointer -fno-sanitize=builtin -Isrc
