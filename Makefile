@@ -147,8 +147,12 @@ FUZZ_TARGETS ?= multipart mcp request store response config translate paths disc
 FUZZ_CXX ?= clang++
 FUZZ_DIR := $(BUILD)/fuzz
 FUZZ_FLAGS := -std=c++17 -O1 -g -fno-omit-frame-pointer -Isrc
-# after -fsanitize=...undefined, which would turn it back on: RapidJSON's clz(0) is known (text_checks.h)
-FUZZ_NOBUILTIN := -fno-sanitize=builtin
+# UndefinedBehaviorSanitizer's builtin check (clz(0)) included: fuzz/ubsan.supp.
+FUZZ_OBJ_SAN := -fsanitize=fuzzer-no-link,address,undefined
+FUZZ_BIN_SAN := -fsanitize=fuzzer,address,undefined
+# The objects are rebuilt when the compiler or these flags change.
+FUZZ_STAMP := $(FUZZ_DIR)/flags
+$(shell mkdir -p $(FUZZ_DIR); echo '$(FUZZ_CXX) $(FUZZ_FLAGS) $(FUZZ_OBJ_SAN) $(FUZZ_BIN_SAN)' | cmp -s - $(FUZZ_STAMP) || echo '$(FUZZ_CXX) $(FUZZ_FLAGS) $(FUZZ_OBJ_SAN) $(FUZZ_BIN_SAN)' > $(FUZZ_STAMP))
 FUZZ_CORE_SRCS := $(filter-out src/core/admin/ui_assets.cpp,$(CORE_SRCS))
 FUZZ_OBJS := $(patsubst %.cpp,$(FUZZ_DIR)/obj/%.o,$(FUZZ_CORE_SRCS))
 FUZZ_LIB := $(FUZZ_DIR)/libcore.a
@@ -159,9 +163,9 @@ FUZZ_MAX_LEN_translate ?= 16384
 FUZZ_MAX_LEN_users ?= 8192
 FUZZ_MAX_LEN_discovery ?= 16384
 
-$(FUZZ_DIR)/obj/%.o: %.cpp
+$(FUZZ_DIR)/obj/%.o: %.cpp $(FUZZ_STAMP)
 	@mkdir -p $(dir $@)
-	$(FUZZ_CXX) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link,address,undefined $(FUZZ_NOBUILTIN) -MMD -MP -c -o $@ $<
+	$(FUZZ_CXX) $(FUZZ_FLAGS) $(FUZZ_OBJ_SAN) -MMD -MP -c -o $@ $<
 
 -include $(FUZZ_OBJS:.o=.d)
 
@@ -169,8 +173,8 @@ $(FUZZ_LIB): $(FUZZ_OBJS)
 	@rm -f $@
 	@echo "ar $@ ($(words $(FUZZ_OBJS)) objects)"; ar rcs $@ $(FUZZ_OBJS)
 
-$(FUZZ_DIR)/fuzz_%: fuzz/fuzz_%.cpp $(FUZZ_LIB) $(wildcard fuzz/*.h)
-	$(FUZZ_CXX) $(FUZZ_FLAGS) -fsanitize=fuzzer,address,undefined $(FUZZ_NOBUILTIN) -MMD -MP -o $@ $< $(FUZZ_LIB) -lcrypto -lhiredis
+$(FUZZ_DIR)/fuzz_%: fuzz/fuzz_%.cpp $(FUZZ_LIB) $(FUZZ_STAMP) $(wildcard fuzz/*.h)
+	$(FUZZ_CXX) $(FUZZ_FLAGS) $(FUZZ_BIN_SAN) -MMD -MP -o $@ $< $(FUZZ_LIB) -lcrypto -lhiredis
 
 -include $(FUZZ_BINS:=.d)
 
