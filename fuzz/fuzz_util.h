@@ -20,6 +20,15 @@ namespace fuzz {
         if (!(cond)) ::llmgw::fuzz::fail(#cond);          \
     } while (0)
 
+// Two strings that must be equal; both printed (at most 400 bytes each) when not.
+inline void check_equal(const std::string& a, const std::string& b, const char* what) {
+    if (a == b) return;
+    __builtin_fprintf(stderr, "fuzz invariant broken: %s\n  left:  %.400s\n  right: %.400s\n", what, a.c_str(),
+                      b.c_str());
+    __builtin_trap();
+}
+#define FUZZ_CHECK_EQ(a, b) ::llmgw::fuzz::check_equal((a), (b), #a " == " #b)
+
 // One JSON document (RapidJSON's reading, iterative: no recursion).
 inline bool is_json(std::string_view s) {
     rapidjson::Document d;
