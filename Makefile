@@ -10,6 +10,7 @@
 #   make bench-instructions  instructions per request (callgrind), check vs reserve mode
 #   make screenshots  the dashboard's pictures in docs/img/dashboard/ (its browser test)
 #   make deps         install missing Debian packages (apt-get), saying what it installs
+#   make fuzz [FUZZ_SECONDS=60] [FUZZ_TARGETS="store users"]  libFuzzer targets of the core's parsers (clang)
 #   make deb          the Debian package libnginx-mod-http-llm-gateway in build/deb/ (docs/install.md)
 #   make soak         SOAK_SECONDS (600) of mixed traffic with faults, sanitizers on (docs/testing.md#soak)
 
@@ -40,7 +41,7 @@ UI_OBJ      := objs/addon/admin/ui_assets.o
 # module's signature matches /usr/sbin/nginx.
 CONF_FLAGS_FILE := $(NGINX_SRC)/conf_flags
 
-.PHONY: all module unit ui-unit screenshots test integration run bench bench-mcp bench-instructions deps clean js conformance-deps test-asan fuzz deb soak
+.PHONY: all module unit ui-unit screenshots test integration run bench bench-mcp bench-instructions deps clean js conformance-deps test-asan fuzz fuzz-build fuzz-targets deb soak
 
 all: module
 
@@ -155,31 +156,69 @@ test: deps
 # preloaded; any sanitizer report in an error.log fails its test.
 ASAN_BUILD := $(BUILD)/asan
 # ---- fuzzing: libFuzzer targets of the core's parsers (clang) ----
-# make fuzz [FUZZ_SECONDS=60]: each target runs that long from its seed corpus.
+# make fuzz [FUZZ_SECONDS=60] [FUZZ_TARGETS="store users"]: builds the targets
+# and runs each for FUZZ_SECONDS from its seed corpus (fuzz/corpus/<target>/,
+# copied to $(BUILD)/fuzz/corpus-<target>/, where the run adds what it finds;
+# fuzz/make-seeds writes its gen-* seeds from the test fixtures). The core's sources are
+# compiled once, with the fuzzer's coverage instrumentation and the
+# sanitizers, into objects shared by every target (an archive: each target
+# links what it uses). A crash's input is written to
+# $(BUILD)/fuzz/crash-<target>-<hash>; the run stops there and fails.
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := multipart mcp request store response config
-FUZZ_SRCS_multipart := src/core/http/multipart.cpp
-FUZZ_SRCS_mcp := src/core/mcp/jsonrpc.cpp src/core/mcp/tool_merge.cpp src/core/mcp/session_token.cpp \
-  src/core/targets/agent_card.cpp src/core/codec/sse.cpp src/core/json/writer.cpp src/core/json/envelope.cpp \
-  src/core/json/text_checks.cpp \
-  src/core/config/digest.cpp
-FUZZ_SRCS_store := src/core/store/resp.cpp src/core/store/cluster.cpp
-FUZZ_SRCS_response = $(filter src/core/codec/% src/core/json/% src/core/config/% src/core/metering/% \
-  src/core/log/% src/core/http/% src/core/stats/%,$(CORE_SRCS))
-FUZZ_SRCS_config = $(FUZZ_SRCS_response) $(filter src/core/routing/% src/core/targets/%,$(CORE_SRCS))
-FUZZ_SRCS_request = $(filter src/core/codec/% src/core/json/% src/core/config/% src/core/metering/% \
-  src/core/log/% src/core/http/% src/core/stats/%,$(CORE_SRCS))
-fuzz:
-	@mkdir -p $(BUILD)/fuzz
+FUZZ_TARGETS ?= multipart mcp request store response config translate paths discovery users metrics admin
+FUZZ_CXX ?= clang++
+FUZZ_DIR := $(BUILD)/fuzz
+FUZZ_FLAGS := -std=c++17 -O1 -g -fno-omit-frame-pointer -Isrc
+# UndefinedBehaviorSanitizer's builtin check (clz(0)) included: fuzz/ubsan.supp.
+FUZZ_OBJ_SAN := -fsanitize=fuzzer-no-link,address,undefined
+FUZZ_BIN_SAN := -fsanitize=fuzzer,address,undefined
+# The objects are rebuilt when the compiler or these flags change.
+FUZZ_STAMP := $(FUZZ_DIR)/flags
+$(shell mkdir -p $(FUZZ_DIR); echo '$(FUZZ_CXX) $(FUZZ_FLAGS) $(FUZZ_OBJ_SAN) $(FUZZ_BIN_SAN)' | cmp -s - $(FUZZ_STAMP) || echo '$(FUZZ_CXX) $(FUZZ_FLAGS) $(FUZZ_OBJ_SAN) $(FUZZ_BIN_SAN)' > $(FUZZ_STAMP))
+FUZZ_CORE_SRCS := $(filter-out src/core/admin/ui_assets.cpp,$(CORE_SRCS))
+FUZZ_OBJS := $(patsubst %.cpp,$(FUZZ_DIR)/obj/%.o,$(FUZZ_CORE_SRCS))
+FUZZ_LIB := $(FUZZ_DIR)/libcore.a
+FUZZ_BINS := $(patsubst %,$(FUZZ_DIR)/fuzz_%,$(FUZZ_TARGETS))
+# Inputs longer than this are not tried (JSON bodies get more room).
+FUZZ_MAX_LEN ?= 4096
+FUZZ_MAX_LEN_translate ?= 16384
+FUZZ_MAX_LEN_users ?= 8192
+FUZZ_MAX_LEN_discovery ?= 16384
+
+$(FUZZ_DIR)/obj/%.o: %.cpp $(FUZZ_STAMP)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CXX) $(FUZZ_FLAGS) $(FUZZ_OBJ_SAN) -MMD -MP -c -o $@ $<
+
+-include $(FUZZ_OBJS:.o=.d)
+
+$(FUZZ_LIB): $(FUZZ_OBJS)
+	@rm -f $@
+	@echo "ar $@ ($(words $(FUZZ_OBJS)) objects)"; ar rcs $@ $(FUZZ_OBJS)
+
+$(FUZZ_DIR)/fuzz_%: fuzz/fuzz_%.cpp $(FUZZ_LIB) $(FUZZ_STAMP) $(wildcard fuzz/*.h)
+	$(FUZZ_CXX) $(FUZZ_FLAGS) $(FUZZ_BIN_SAN) -MMD -MP -o $@ $< $(FUZZ_LIB) -lcrypto -lhiredis
+
+-include $(FUZZ_BINS:=.d)
+
+fuzz-build: $(FUZZ_BINS)
+
+fuzz-targets:
+	@echo $(FUZZ_TARGETS)
+
+fuzz: fuzz-build
 	@for t in $(FUZZ_TARGETS); do \
-	  case $$t in multipart) srcs="$(FUZZ_SRCS_multipart)";; mcp) srcs="$(FUZZ_SRCS_mcp)";; \
-	    request) srcs="$(FUZZ_SRCS_request)";; store) srcs="$(FUZZ_SRCS_store)";; \
-	    response) srcs="$(FUZZ_SRCS_response)";; config) srcs="$(FUZZ_SRCS_config)";; esac; \
-	  clang++ -std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize=builtin -Isrc -o $(BUILD)/fuzz/$$t \
-	    fuzz/fuzz_$$t.cpp $$srcs -lcrypto -lhiredis || exit 1; \
-	  mkdir -p $(BUILD)/fuzz/corpus-$$t && cp -n fuzz/corpus/$$t/* $(BUILD)/fuzz/corpus-$$t/ 2>/dev/null; \
-	  UBSAN_OPTIONS=suppressions=$(CURDIR)/fuzz/ubsan.supp:halt_on_error=1:print_stacktrace=1 \
-	    $(BUILD)/fuzz/$$t -max_total_time=$(FUZZ_SECONDS) -max_len=4096 $(BUILD)/fuzz/corpus-$$t || exit 1; \
+	  mkdir -p $(FUZZ_DIR)/corpus-$$t && cp -n fuzz/corpus/$$t/* $(FUZZ_DIR)/corpus-$$t/ 2>/dev/null; \
+	  maxlen=$(FUZZ_MAX_LEN); case $$t in translate) maxlen=$(FUZZ_MAX_LEN_translate);; \
+	    users) maxlen=$(FUZZ_MAX_LEN_users);; discovery) maxlen=$(FUZZ_MAX_LEN_discovery);; esac; \
+	  log=$(FUZZ_DIR)/log-$$t.txt; \
+	  if UBSAN_OPTIONS=suppressions=$(CURDIR)/fuzz/ubsan.supp:halt_on_error=1:print_stacktrace=1 \
+	    $(FUZZ_DIR)/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -max_len=$$maxlen \
+	      -artifact_prefix=$(FUZZ_DIR)/crash-$$t- -print_final_stats=1 $(FUZZ_DIR)/corpus-$$t >$$log 2>&1; then \
+	    echo "fuzz_$$t: $(FUZZ_SECONDS) s, $$(sed -n 's/^stat::number_of_executed_units: *//p' $$log) runs," \
+	      "$$(sed -n 's/^stat::average_exec_per_sec: *//p' $$log) exec/s, nothing found"; \
+	  else \
+	    tail -n 80 $$log; echo "fuzz_$$t FAILED (the whole output: $$log)"; exit 1; \
+	  fi; \
 	done
 
 # t/03-deb.t is left out: the package holds the release build.

@@ -1,18 +1,27 @@
 // libFuzzer target: what a provider (or anything posing as one) answers,
-// through every codec the gateway reads answers with: native and translated
-// chat and messages for each provider type, embeddings, media, the
-// passthrough and the relay; whole and streamed (SSE), cut into pieces of
-// every size, ended cleanly or cut. A hostile answer must end in a result
-// (complete, cut, invalid, an error), never a crash or a read past a bound.
+// through every codec the gateway reads answers with: the OpenAI, Anthropic
+// and Gemini readers, native and translated (chat and messages callers per
+// provider type), embeddings (Gemini's embedContent and batchEmbedContents
+// answers after the request that decides their shape), media, the
+// passthrough and the relay; whole and streamed (SSE), fed in pieces (all at
+// once, byte by byte, a fixed size, or random sizes), ended cleanly or cut.
 //
-// The first bytes choose: the codec and provider type, the client's stream
-// flag, the status, the content type, the piece size and how the body ends.
+// Input: byte 0 picks the codec and provider type, byte 1 the client's
+// stream and usage flags and the status, byte 2 the content type and how the
+// body ends, byte 3 how the body is cut into pieces; the rest is the body.
+// What must hold: no crash, no read past a bound; the answer ends in a
+// settled result (never Open) with non-negative counts unless malformed;
+// and the result does not depend on how the body was cut: fed again in one
+// piece, the end, the usage, the text bytes and the length of the client's
+// bytes are the same (the gateway's own ids are random but of one length).
 #include <cstdint>
 #include <string>
 
 #include "core/codec/codec.h"
+#include "fuzz_util.h"
 
 using namespace llmgw;
+using namespace llmgw::fuzz;
 
 namespace {
 
@@ -34,12 +43,23 @@ constexpr Combo kCombos[] = {
 constexpr const char* kTypes[] = {"application/json", "text/event-stream", "text/plain", "",
                                   "application/json; charset=utf-8", "audio/mpeg"};
 constexpr int kStatuses[] = {200, 200, 200, 400, 429, 500, 503, 201, -1, 99, 600};
+// The embeddings requests whose answers a Gemini provider gives: one input
+// (embedContent), three (batchEmbedContents), floats or base64.
+constexpr const char* kEmbedRequests[] = {
+    R"({"model":"e","input":"one"})",
+    R"({"model":"e","input":["a","b","c"]})",
+    R"({"model":"e","input":"one","encoding_format":"base64"})",
+    R"({"model":"e","input":["a","b","c"],"encoding_format":"base64"})",
+};
 
-}  // namespace
+struct Outcome {
+    EndState end = EndState::Open;
+    Usage usage;
+    std::int64_t text_bytes = 0;
+    std::size_t out_bytes = 0;
+};
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-    if (size < 4) return 0;
-    const Combo& combo = kCombos[data[0] % (sizeof(kCombos) / sizeof(kCombos[0]))];
+Outcome run(const Combo& combo, const std::uint8_t* data, std::string_view body, bool split) {
     CodecOptions opt;
     opt.provider = combo.provider;
     opt.client_stream = (data[1] & 1) != 0;
@@ -51,16 +71,57 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     opt.max_event_bytes = 8 * 1024;
     const int status = kStatuses[(data[1] >> 2) % (sizeof(kStatuses) / sizeof(kStatuses[0]))];
     const char* type = kTypes[data[2] % (sizeof(kTypes) / sizeof(kTypes[0]))];
-    const std::size_t piece = 1 + data[3] % 64;
     const BodyEnd how = (data[2] & 0x80) != 0 ? BodyEnd::Cut : BodyEnd::Clean;
     auto codec = make_codec(combo.kind, opt);
-    if (codec == nullptr) return 0;
-    const std::string_view body(reinterpret_cast<const char*>(data) + 4, size - 4);
+    FUZZ_CHECK(codec != nullptr);
+    if (combo.kind == CodecKind::OpenAIEmbeddings && combo.provider == ProviderType::Gemini) {
+        std::string err;
+        auto doc = RequestDoc::parse(kEmbedRequests[(data[2] >> 3) % 4], err);
+        FUZZ_CHECK(doc != nullptr);
+        CallerRequest in;
+        in.doc = doc.get();
+        in.upstream_model = "text-embedding-004";
+        UpstreamRequest up;
+        FUZZ_CHECK(codec->build_request(in, up, err));
+    }
+    Splitter cut(split ? data[3] >> 6 : 0, data[3]);
     std::string out;
+    Outcome o;
     codec->head(status, type);
-    for (std::size_t i = 0; i < body.size(); i += piece) codec->feed(body.substr(i, piece), out);
+    for (std::size_t i = 0; i < body.size();) {
+        const std::size_t n = cut.next(body.size() - i);
+        out.clear();
+        codec->feed(body.substr(i, n), out);
+        o.out_bytes += out.size();
+        i += n;
+    }
+    out.clear();
     codec->finish(how, out);
-    const auto& res = codec->result();
-    if (!res.usage.malformed && (res.usage.prompt_tokens < 0 || res.usage.completion_tokens < 0)) __builtin_trap();
+    o.out_bytes += out.size();
+    const CodecResult& res = codec->result();
+    FUZZ_CHECK(res.end != EndState::Open);
+    if (!res.usage.malformed) FUZZ_CHECK(res.usage.prompt_tokens >= 0 && res.usage.completion_tokens >= 0);
+    FUZZ_CHECK(res.text_bytes >= 0);
+    o.end = res.end;
+    o.usage = res.usage;
+    o.text_bytes = res.text_bytes;
+    return o;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+    if (size < 4) return 0;
+    const Combo& combo = kCombos[data[0] % (sizeof(kCombos) / sizeof(kCombos[0]))];
+    const std::string_view body(reinterpret_cast<const char*>(data) + 4, size - 4);
+    const Outcome a = run(combo, data, body, true);
+    if ((data[3] >> 6) == 0) return 0;   // fed in one piece already
+    const Outcome b = run(combo, data, body, false);
+    FUZZ_CHECK(a.end == b.end);
+    FUZZ_CHECK(a.usage.present == b.usage.present && a.usage.malformed == b.usage.malformed &&
+               a.usage.prompt_tokens == b.usage.prompt_tokens &&
+               a.usage.completion_tokens == b.usage.completion_tokens);
+    FUZZ_CHECK(a.text_bytes == b.text_bytes);
+    FUZZ_CHECK(a.out_bytes == b.out_bytes);
     return 0;
 }

@@ -3,7 +3,8 @@
 # nginx -t; allow/deny run before the gateway counts anything; a stream has
 # one Cache-Control; a users file may give limits to a group inline users name;
 # a number above the largest double is refused, not parsed (it aborted a
-# worker: RapidJSON's rounding asserts there).
+# worker: RapidJSON's rounding asserts there); so is one whose digits wrap
+# RapidJSON's 64-bit significand to zero (read as a garbage value).
 
 use strict;
 use warnings;
@@ -97,6 +98,23 @@ subtest 'a number above the largest double: 400, the worker lives' => sub {
     isnt($ok->{status}, 400, 'the largest double itself is read (the provider judges it)');
     is(scalar @{ $mock->requests }, 1, 'only that one reached the provider');
     $ng->stop;   # fails on [alert] "worker process exited on signal 6"
+};
+
+subtest 'digits that wrap RapidJSON\'s significand: 400, nothing sent on' => sub {
+    my $mock = Gw::Mock->start();
+    my $ng = Gw::Nginx->start(conf => GwConf::gateway(http => "llm_gateway_user h key=sk-hard-wrap-1234;\n"),
+                              vars => { MOCK => $mock->port });
+    # read as -2.5e263 and -2.0e264 by RapidJSON 1.1 (core/json/text_checks.h)
+    for my $n ('18446744073709551615.73709551615', '184467440737095516155') {
+        my $r = Gw::http(POST => $ng->url('/v1/chat/completions'), headers => GwConf::bearer('sk-hard-wrap-1234'),
+                         body => '{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}],"temperature":' . $n . '}');
+        GwConf::is_envelope($r, 400, 'invalid_request_error', 'invalid_request', "temperature $n: 400");
+    }
+    my $ok = Gw::http(POST => $ng->url('/v1/chat/completions'), headers => GwConf::bearer('sk-hard-wrap-1234'),
+                      body => '{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}],"temperature":18446744073709551615.4}');
+    isnt($ok->{status}, 400, 'its neighbour that rounds down is read (the provider judges it)');
+    is(scalar @{ $mock->requests }, 1, 'only that one reached the provider');
+    $ng->stop;
 };
 
 done_testing;

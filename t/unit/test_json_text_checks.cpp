@@ -51,3 +51,33 @@ TEST(JsonTextDepth, StringsSkippedEscapesCounted) {
     EXPECT_FALSE(json_text_depth_at_most(R"(["\\", [[1]]])", 2));       // an escaped backslash ends the string
     EXPECT_TRUE(json_text_depth_at_most(R"(["unterminated [[[)", 1));   // the rest is a string the parser fails
 }
+
+// RapidJSON 1.1's full-precision reading keeps the first significant digits
+// of a number in 64 bits and rounds up on the next one: digits beginning
+// 18446744073709551615 (2^64-1) then 5 to 9 wrap that significand to zero,
+// which it then normalizes (clz(0), shifts by 64 or more: undefined
+// behaviour); 18446744073709551615.73709551615 read as -2.5e263. Found by
+// fuzz_request (the fuzz build had lost -fno-sanitize=builtin, which hid it).
+// Refused wherever the point and the exponent put those digits.
+TEST(JsonNumbers, SignificandWrappingToZeroRefused) {
+    EXPECT_FALSE(json_numbers_representable("18446744073709551615.73709551615"));
+    EXPECT_FALSE(json_numbers_representable("18446744073709551615.5"));
+    EXPECT_FALSE(json_numbers_representable("-18446744073709551615.9"));
+    EXPECT_FALSE(json_numbers_representable("184467440737095516155"));
+    EXPECT_FALSE(json_numbers_representable("1.84467440737095516157e-5"));
+    EXPECT_FALSE(json_numbers_representable("0.000184467440737095516159"));
+    EXPECT_FALSE(json_numbers_representable("[1,{\"t\":1844674407370.95516156e3}]"));
+    EXPECT_TRUE(json_numbers_representable("18446744073709551615"));      // an integer RapidJSON keeps in 64 bits
+    EXPECT_TRUE(json_numbers_representable("18446744073709551615.4"));    // rounds down: no wrap
+    EXPECT_TRUE(json_numbers_representable("18446744073709551614.9"));
+    EXPECT_TRUE(json_numbers_representable("18446744073709551616.9"));
+    EXPECT_TRUE(json_numbers_representable("1844674407370955161.5"));     // 20 significant digits only
+    EXPECT_TRUE(json_numbers_representable(R"({"s":"18446744073709551615.5"})"));
+    rapidjson::Document d;
+    ASSERT_TRUE(parse_full_precision(d, "18446744073709551615.4"));
+    EXPECT_DOUBLE_EQ(d.GetDouble(), 18446744073709551615.4);
+    std::string err;
+    EXPECT_EQ(RequestDoc::parse(R"({"model":"m","messages":[],"temperature":18446744073709551615.73709551615})", err),
+              nullptr);
+    EXPECT_FALSE(err.empty());
+}

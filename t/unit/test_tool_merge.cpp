@@ -76,3 +76,42 @@ TEST(ToolMerge, PromptsRenamedResourcesFirstOwner) {
     EXPECT_EQ(r.routes["t://y"].backend, 1u);
     EXPECT_EQ(r.skipped, 1u);
 }
+
+// Found by fuzz_mcp: server names may hold "__" themselves, so two renamed
+// tools could meet: server "b" with a tool "a__c" and server "b__a" with a
+// tool "c" were both named "b__a__c", the list held that name twice and
+// its route went to one server only (the other's tool unreachable, a call
+// meant for it answered by the other). Both are renamed again.
+TEST(ToolMerge, RenamedNamesMeetingEachOther) {
+    MergedTools m = merge_tools({server(0, "a__b", R"({"tools":[{"name":"a__c"},{"name":"c"}]})"),
+                                 server(1, "b", R"({"tools":[{"name":"a__c"}]})"),
+                                 server(2, "b__a", R"({"tools":[{"name":"c"}]})")});
+    EXPECT_EQ(m.tools_json,
+              R"([{"name":"a__b__a__c"},{"name":"a__b__c"},{"name":"b__b__a__c"},{"name":"b__a__b__a__c"}])");
+    ASSERT_EQ(m.routes.size(), 4u);
+    EXPECT_EQ(m.routes["b__b__a__c"].backend, 1u);
+    EXPECT_EQ(m.routes["b__b__a__c"].name, "a__c");
+    EXPECT_EQ(m.routes["b__a__b__a__c"].backend, 2u);
+    EXPECT_EQ(m.routes["b__a__b__a__c"].name, "c");
+    EXPECT_EQ(m.routes.count("b__a__c"), 0u);
+    EXPECT_EQ(m.skipped, 0u);
+}
+
+// Names built of names: every name listed once, each routing to the server
+// that listed it (the renaming ends however the names nest).
+TEST(ToolMerge, NestedRenamesStayUnique) {
+    MergedTools m = merge_tools({server(0, "s", R"({"tools":[{"name":"x"},{"name":"s__x"},{"name":"t__x"}]})"),
+                                 server(1, "t", R"({"tools":[{"name":"x"},{"name":"s__x"}]})"),
+                                 server(2, "s__t", R"({"tools":[{"name":"x"},{"name":"_x"}]})"),
+                                 server(3, "t__s", R"({"tools":[{"name":"s__t__x"}]})")});
+    // every name in the list routes to the one server and tool it names
+    std::string json = m.tools_json;
+    for (const auto& [name, route] : m.routes) {
+        EXPECT_NE(json.find("\"" + name + "\""), std::string::npos) << name;
+    }
+    std::size_t listed = 0;
+    for (std::size_t at = json.find("\"name\""); at != std::string::npos; at = json.find("\"name\"", at + 1)) ++listed;
+    EXPECT_EQ(listed, m.routes.size());
+    EXPECT_EQ(listed, 8u);
+    EXPECT_EQ(m.skipped, 0u);
+}

@@ -52,6 +52,13 @@ bool above_max(std::string_view sig, bool more) {
     return more;
 }
 
+// 2^64-1: RapidJSON keeps a number's first significant digits in 64 bits
+// and rounds up on the next digit; after these 20 digits, a 5 to 9 wraps
+// its significand to zero, which it then normalizes (undefined behaviour:
+// clz(0), shifts by 64 or more) into a garbage value ("18446744073709551615.7"
+// read as -2.5e263).
+constexpr std::string_view kWrapDigits = "18446744073709551615";
+
 }  // namespace
 
 bool json_numbers_representable(std::string_view s) {
@@ -86,7 +93,11 @@ bool json_numbers_representable(std::string_view s) {
         char sig[kMaxDigits.size() + 1];
         std::size_t nsig = 0;
         bool more = false;   // a non-zero digit after those
+        // The first 21 significant digits, compared with kWrapDigits.
+        char lead[kWrapDigits.size() + 1];
+        std::size_t nlead = 0;
         auto keep = [&](char d) {
+            if (nlead < sizeof lead) lead[nlead++] = d;
             if (nsig < sizeof sig) {
                 sig[nsig++] = d;
             } else if (d != '0') {
@@ -129,6 +140,10 @@ bool json_numbers_representable(std::string_view s) {
         // worker: found by fuzz/fuzz_request.cpp).
         if (nonzero && magnitude + exp == kHighest && above_max(std::string_view(sig, nsig), more)) return false;
         if (!nonzero && (exp - fraction < -kZeroPower || exp - fraction > kZeroPower)) return false;
+        if (nlead == sizeof lead && std::string_view(lead, kWrapDigits.size()) == kWrapDigits &&
+            lead[kWrapDigits.size()] >= '5') {
+            return false;
+        }
     }
     return true;
 }

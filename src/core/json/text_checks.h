@@ -9,7 +9,11 @@
 // negative exponent; and a zero written as "0e-30" reaches its normalization
 // of a zero significand (an endless shift, undefined behaviour). Found by
 // fuzz/fuzz_request.cpp. Such numbers are zero or infinite as doubles; a
-// document holding one is refused before it is parsed.
+// document holding one is refused before it is parsed. So is a number whose
+// significant digits begin 18446744073709551615 (2^64-1) then 5 to 9: its
+// rounding wraps the 64-bit significand to zero, normalized as above into a
+// garbage value (18446744073709551615.73709551615 read as -2.5e263; found by
+// fuzz_request once its build checked clz(0) again).
 #pragma once
 #include <string_view>
 
@@ -28,7 +32,8 @@ bool json_text_depth_at_most(std::string_view s, int max);
 // above DBL_MAX, 1.7976931348623157e308 (infinity: RapidJSON's big-integer
 // rounding asserts there, and an assert aborts the worker), or is a zero
 // written with a power of ten beyond 1e-22 or 1e22 ("0e-30", "0.000…" with
-// 23 zeros). The text is not otherwise checked.
+// 23 zeros), or has significant digits beginning 18446744073709551615 then
+// 5 to 9 (see above). The text is not otherwise checked.
 bool json_numbers_representable(std::string_view json);
 
 // Parses s into doc with full precision (and Flags) when its numbers are

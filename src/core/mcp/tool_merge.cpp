@@ -13,6 +13,7 @@ namespace {
 
 namespace rj = rapidjson;
 constexpr unsigned kFlags = rj::kParseValidateEncodingFlag | rj::kParseIterativeFlag;
+constexpr int kMaxRenameRounds = 16;
 
 struct Entry {
     std::size_t backend;
@@ -59,32 +60,40 @@ MergedTools merge_list(const std::vector<ServerTools>& servers, std::string_view
             docs.push_back(std::move(doc));
         }
     }
-    std::unordered_set<std::string> prefixed;
     for (Entry& e : entries) {
-        if (!rename || count[e.own] == 1) {
-            e.final_name = e.own;
-        } else {
-            e.final_name = *e.server + "__" + e.own;
-            prefixed.insert(e.final_name);
-        }
+        e.final_name = !rename || count[e.own] == 1 ? e.own : *e.server + "__" + e.own;
     }
-    // A kept name equal to a prefixed one is prefixed in turn; prefixed names
-    // never collide with each other ((server, own name) pairs are unique), so
-    // this ends.
-    for (bool changed = true; changed;) {
-        changed = false;
+    // Server names may hold "__" too, so a renamed name can still meet
+    // another: a kept name equal to a renamed one is renamed in turn, and
+    // renamed names that meet each other are all renamed again, until every
+    // name is unique (entries of different servers part at once; the rounds
+    // are bounded, and a name still shared after them is listed once, for
+    // the first entry holding it: never two routes under one name).
+    for (int round = 0; round < kMaxRenameRounds; ++round) {
+        std::unordered_map<std::string, unsigned> held, held_renamed;
+        for (const Entry& e : entries) {
+            ++held[e.final_name];
+            if (e.final_name != e.own) ++held_renamed[e.final_name];
+        }
+        bool changed = false;
         for (Entry& e : entries) {
-            if (e.final_name == e.own && prefixed.count(e.own) != 0) {
-                e.final_name = *e.server + "__" + e.own;
-                prefixed.insert(e.final_name);
+            if (held[e.final_name] < 2) continue;
+            const unsigned renamed = held_renamed[e.final_name];
+            if (e.final_name == e.own ? renamed > 0 : renamed > 1) {
+                e.final_name = *e.server + "__" + e.final_name;
                 changed = true;
             }
         }
+        if (!changed) break;
     }
     rj::StringBuffer buf;
     rj::Writer<rj::StringBuffer> w(buf);
     w.StartArray();
     for (Entry& e : entries) {
+        if (out.routes.count(e.final_name) != 0) {
+            ++out.skipped;
+            continue;
+        }
         if (e.final_name != e.own) {
             e.tool->FindMember(key_name)->value.SetString(
                 e.final_name.data(), static_cast<rj::SizeType>(e.final_name.size()), e.doc->GetAllocator());

@@ -6,9 +6,11 @@
 // taken below the provider's base (docs/passthrough.md). The provider must
 // exist and be open to the caller's group (else 404, as if it did not
 // exist); the path is nginx's normalised URI (percent-decoded, dot segments
-// resolved) and is refused when anything in it could leave the base.
+// resolved) and is refused when anything in it could leave the base
+// (core/http/proxy_path.h).
 #include "ngx/http/proxy_paths.h"
 
+#include "core/http/proxy_path.h"
 #include "core/log/log_escape.h"
 #include "ngx/http/respond.h"
 #include "ngx/main_conf.h"
@@ -19,55 +21,25 @@ namespace llmgw {
 namespace {
 
 // The name after the location's prefix and the path below it.
-void split_proxy_uri(ngx_http_request_t* r, const LocConf* lcf, std::string_view& name, std::string_view& path) {
-    std::string_view uri = sv(r->uri);
-    std::string_view rest = uri.size() >= lcf->prefix.len ? uri.substr(lcf->prefix.len) : std::string_view();
-    if (!rest.empty() && rest.front() == '/') rest.remove_prefix(1);
-    const std::size_t slash = rest.find('/');
-    name = rest.substr(0, slash);
-    path = slash == std::string_view::npos ? std::string_view() : rest.substr(slash);
+void name_and_path(ngx_http_request_t* r, const LocConf* lcf, std::string_view& name, std::string_view& path) {
+    split_proxy_uri(sv(r->uri), lcf->prefix.len, name, path);
 }
 
 std::string shown_name(std::string_view name) {
     return name.size() <= 64 ? std::string(name) : std::string(name.substr(0, 64)) + "...";
 }
 
-// Why a path below a provider's base is refused ("" when it is not).
-const char* path_problem(std::string_view path) {
-    if (path.empty() || path[0] != '/') return "a path below the provider's base is required";
-    if (path.size() > 1 && path[1] == '/') return "the path must not begin with //";
-    const std::string_view first = path.substr(1, path.find('/', 1) == std::string_view::npos ? std::string_view::npos
-                                                                                            : path.find('/', 1) - 1);
-    if (path.find("://") != std::string_view::npos || first.find(':') != std::string_view::npos) {
-        return "the path must not hold a URL";
-    }
-    for (char c : path) {
-        const auto u = static_cast<unsigned char>(c);
-        if (u < 0x20 || u == 0x7f) return "the path must not hold control characters";
-        if (c == '\\' || c == '?' || c == '#') return "the path must not hold '\\', '?' or '#' (encoded or not)";
-    }
-    std::size_t i = 1;
-    while (i <= path.size()) {
-        std::size_t j = path.find('/', i);
-        if (j == std::string_view::npos) j = path.size();
-        std::string_view seg = path.substr(i, j - i);
-        if (seg == "." || seg == "..") return "the path must not hold . or .. segments";
-        i = j + 1;
-    }
-    return "";
-}
-
 }  // namespace
 
 ngx_int_t route_passthrough(ngx_http_request_t* r, RequestCtx* ctx, const LocConf* lcf) {
     std::string_view name, path;
-    split_proxy_uri(r, lcf, name, path);
+    name_and_path(r, lcf, name, path);
     const ProviderConf* p = name.empty() ? nullptr : main_conf(r)->state->config.find_provider(name);
     if (p == nullptr || !p->open_to(ctx->auth.user->group)) {
         return reject(r, NGX_HTTP_NOT_FOUND, "unknown provider \"" + shown_name(name) + "\"", "invalid_request_error",
                       "unknown_provider");
     }
-    if (const char* why = path_problem(path); *why != '\0') {
+    if (const char* why = proxy_path_problem(path); *why != '\0') {
         return reject(r, NGX_HTTP_BAD_REQUEST, std::string("invalid passthrough path: ") + why,
                       "invalid_request_error", "invalid_path");
     }
@@ -81,7 +53,7 @@ ngx_int_t route_passthrough(ngx_http_request_t* r, RequestCtx* ctx, const LocCon
 
 ngx_int_t route_target(ngx_http_request_t* r, RequestCtx* ctx, const LocConf* lcf) {
     std::string_view name, path;
-    split_proxy_uri(r, lcf, name, path);
+    name_and_path(r, lcf, name, path);
     const TargetKind kind = lcf->mode == kModeMcpProxy ? TargetKind::Mcp : TargetKind::Agent;
     const TargetConf* t = name.empty() ? nullptr : main_conf(r)->state->targets.find(kind, name);
     const char* what = kind == TargetKind::Mcp ? "tool server" : "agent";
@@ -98,7 +70,7 @@ ngx_int_t route_target(ngx_http_request_t* r, RequestCtx* ctx, const LocConf* lc
                       "permission_error", "target_forbidden");
     }
     if (!path.empty()) {   // "" is the target's location itself
-        if (const char* why = path_problem(path); *why != '\0') {
+        if (const char* why = proxy_path_problem(path); *why != '\0') {
             return reject(r, NGX_HTTP_BAD_REQUEST, std::string("invalid proxy path: ") + why, "invalid_request_error",
                           "invalid_path");
         }
