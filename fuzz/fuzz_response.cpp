@@ -39,6 +39,8 @@ constexpr Combo kCombos[] = {
     {CodecKind::OpenAITranscription, ProviderType::OpenAI}, {CodecKind::Passthrough, ProviderType::OpenAI},
     {CodecKind::Passthrough, ProviderType::Anthropic},      {CodecKind::Passthrough, ProviderType::Gemini},
     {CodecKind::Relay, ProviderType::OpenAI},
+    {CodecKind::OpenAIResponses, ProviderType::OpenAI},     {CodecKind::OpenAIResponses, ProviderType::Anthropic},
+    {CodecKind::OpenAIResponses, ProviderType::Gemini},
 };
 constexpr const char* kTypes[] = {"application/json", "text/event-stream", "text/plain", "",
                                   "application/json; charset=utf-8", "audio/mpeg"};

@@ -14,9 +14,8 @@
 // fragment, a Gemini model percent-encoded into one segment), a body that is
 // one JSON document (or the caller's bytes with a splice in bounds), no
 // CR, LF or NUL in a header, and the provider key nowhere but its header.
-//
-// TODO(responses): the /v1/responses codec (src/core/codec, being written)
-// gets its request translators added here once it lands.
+// /v1/responses too: native to OpenAI-type providers, translated to
+// Anthropic and Gemini ones.
 #include <cstdint>
 #include <string>
 
@@ -42,6 +41,8 @@ constexpr Combo kCombos[] = {
     {CodecKind::OpenAIEmbeddings, ProviderType::OpenAI}, {CodecKind::OpenAIEmbeddings, ProviderType::Gemini},
     {CodecKind::OpenAIImages, ProviderType::OpenAI},     {CodecKind::OpenAISpeech, ProviderType::OpenAI},
     {CodecKind::OpenAITranscription, ProviderType::OpenAI},
+    {CodecKind::OpenAIResponses, ProviderType::OpenAI},  {CodecKind::OpenAIResponses, ProviderType::Anthropic},
+    {CodecKind::OpenAIResponses, ProviderType::Gemini},
 };
 constexpr const char* kModels[] = {"gpt-4o-mini", "claude-sonnet-4-5", "gemini-2.0-flash", "text-embedding-3-small",
                                    "", ".", "..", "a/b", "m?x#y", "models/gemini-pro", "m\r\nX-Injected: 1",
