@@ -41,7 +41,7 @@ TEST(JsonNumbers, TinyNumbersRefused) {
     EXPECT_TRUE(json_numbers_representable("1e308"));
     std::string err;
     EXPECT_EQ(RequestDoc::parse(R"({"model":"m","messages":[],"temperature":0.1234567890123456789012345e-330})", err), nullptr);
-    EXPECT_EQ(err, "request body has a number out of the range of a double (a non-zero below 1e-326 or above 1.7976931348623157e308 (the largest double), or a zero written beyond 1e-22 or 1e22)");
+    EXPECT_EQ(err, "request body has a number out of the range of a double (a non-zero below 1e-326 or above 1.7976931348623157e308 (the largest double), or a zero written beyond 1e-22 or 1e22, or significant digits beginning 18446744073709551615 then 5 to 9)");
 }
 
 TEST(JsonTextDepth, StringsSkippedEscapesCounted) {

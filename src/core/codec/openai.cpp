@@ -351,7 +351,8 @@ std::unique_ptr<RequestDoc> RequestDoc::parse(std::string_view body, std::string
             err = json_numbers_representable(body)
                       ? "request body is not valid JSON"
                       : "request body has a number out of the range of a double (a non-zero below 1e-326 or above "
-                        "1.7976931348623157e308 (the largest double), or a zero written beyond 1e-22 or 1e22)";
+                        "1.7976931348623157e308 (the largest double), or a zero written beyond 1e-22 or 1e22, or "
+                        "significant digits beginning 18446744073709551615 then 5 to 9)";
             return nullptr;
         }
         if (const char* e = check_request(r->doc, r->inf)) {
