@@ -28,6 +28,7 @@ Gw::need_module();
 GwRedis::need_redis();
 
 my $SECONDS = $ENV{SOAK_SECONDS} // 600;
+Gw::watchdog($SECONDS + 240);   # the harness's default bound is 300 s
 my $SAMPLE = 10;
 my $KEY = 'sk-soak-user-0001';
 my $CAPPED = 'sk-soak-capped-0002';
@@ -96,9 +97,9 @@ while (time - $t0 < $SECONDS) {
     my $t = time - $t0;
     my $phase = $t % 60;
     if ($phase == 20 && !$faults{"kill$t"}++) {
-        $rd->kill9; sleep 3; $rd->restart; $faults{redis_kill}++;
+        $rd->kill9; select(undef, undef, undef, 3); $rd->restart; $faults{redis_kill}++;
     } elsif ($phase == 35 && !$faults{"stop$t"}++) {
-        kill 'STOP', $rd->pid; sleep 2; kill 'CONT', $rd->pid; $faults{redis_stop}++;
+        kill 'STOP', $rd->pid; select(undef, undef, undef, 2); kill 'CONT', $rd->pid; $faults{redis_stop}++;
     } elsif ($phase == 50 && !$faults{"reload$t"}++) {
         $faults{reload}++ if $ng->reload;
     }
