@@ -13,9 +13,9 @@
 namespace llmgw {
 namespace {
 
-class AnthropicNativeCodec final : public IrCodec {
+class AnthropicNativeCodec final : public ReadAlongCodec {
 public:
-    explicit AnthropicNativeCodec(const CodecOptions& o) : IrCodec(o, make_anthropic_reader()) {}
+    explicit AnthropicNativeCodec(const CodecOptions& o) : ReadAlongCodec(o, make_anthropic_reader()) {}
 
     CodecKind kind() const override { return CodecKind::AnthropicMessages; }
 
@@ -34,44 +34,6 @@ public:
 protected:
     BodyMode on_head(int, std::string_view content_type) override {
         return is_media_type(content_type, "text/event-stream") ? BodyMode::Stream : BodyMode::Whole;
-    }
-
-    void on_stream(std::string_view bytes, std::string& out) override {
-        out.append(bytes);   // relayed unchanged
-        if (broken_) return;
-        events_.clear();
-        if (!sse_.feed(bytes, events_)) {
-            broken_ = true;
-            problem_ = "upstream SSE event too large to read usage from";
-            return;
-        }
-        for (const SseEvent& ev : events_) {
-            if (ev.data.empty()) continue;
-            std::string err;
-            const ReadStep step = read_ir_event(ev, err, [](const StreamEventIR&) {});
-            if (step == ReadStep::Failed) failed_ = true;
-            if (step == ReadStep::Invalid) {
-                broken_ = true;
-                problem_ = "invalid upstream stream event: " + err;
-                return;
-            }
-        }
-    }
-
-    void on_stream_end(BodyEnd how, std::string& out) override {
-        res_.usage = usage_.accounting();
-        if (failed_) {
-            res_.end = EndState::StreamError;
-        } else if (how == BodyEnd::Clean && !broken_ && reader_->complete() && !sse_.has_partial()) {
-            res_.end = EndState::Complete;
-        } else {
-            stream_not_complete(how, out);
-        }
-    }
-
-    void on_whole(std::string& body, std::string& out) override {
-        ChatResponseIR r;
-        if (read_whole_answer(body, r, out)) out.swap(body);
     }
 
     std::string error_envelope(std::string_view message, std::string_view, std::string_view) const override {

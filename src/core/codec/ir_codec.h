@@ -61,4 +61,54 @@ protected:
     bool broken_ = false, failed_ = false;
 };
 
+// A native codec that relays the provider's bytes unchanged and reads them
+// along through its reader for usage and the end (Anthropic messages to an
+// Anthropic provider, responses to an OpenAI-type one): a stream is complete
+// once the reader saw its end marker; a whole answer must read as one.
+class ReadAlongCodec : public IrCodec {
+protected:
+    using IrCodec::IrCodec;
+
+    void on_stream(std::string_view bytes, std::string& out) override {
+        out.append(bytes);   // relayed unchanged
+        if (broken_) return;
+        events_.clear();
+        if (!sse_.feed(bytes, events_)) {
+            broken_ = true;
+            problem_ = "upstream SSE event too large to read usage from";
+            return;
+        }
+        for (const SseEvent& ev : events_) {
+            if (ev.data.empty()) continue;
+            ++data_events_;
+            std::string err;
+            const ReadStep step = read_ir_event(ev, err, [](const StreamEventIR&) {});
+            if (step == ReadStep::Failed) failed_ = true;
+            if (step == ReadStep::Invalid) {
+                broken_ = true;
+                problem_ = "invalid upstream stream event: " + err;
+                return;
+            }
+        }
+    }
+
+    void on_stream_end(BodyEnd how, std::string& out) override {
+        res_.usage = usage_.accounting();
+        if (failed_) {
+            res_.end = EndState::StreamError;
+        } else if (how == BodyEnd::Clean && !broken_ && reader_->complete() && !sse_.has_partial()) {
+            res_.end = EndState::Complete;
+        } else {
+            stream_not_complete(how, out);
+        }
+    }
+
+    void on_whole(std::string& body, std::string& out) override {
+        ChatResponseIR r;
+        if (read_whole_answer(body, r, out)) out.swap(body);
+    }
+
+    std::int64_t data_events_ = 0;   // SSE events with data relayed so far (read until the stream broke)
+};
+
 }  // namespace llmgw

@@ -15,9 +15,9 @@
 namespace llmgw {
 namespace {
 
-class ResponsesNativeCodec final : public IrCodec {
+class ResponsesNativeCodec final : public ReadAlongCodec {
 public:
-    explicit ResponsesNativeCodec(const CodecOptions& o) : IrCodec(o, make_responses_reader()) {}
+    explicit ResponsesNativeCodec(const CodecOptions& o) : ReadAlongCodec(o, make_responses_reader()) {}
 
     CodecKind kind() const override { return CodecKind::OpenAIResponses; }
 
@@ -39,51 +39,9 @@ protected:
                                                                                      : BodyMode::Whole;
     }
 
-    void on_stream(std::string_view bytes, std::string& out) override {
-        out.append(bytes);   // relayed unchanged
-        if (broken_) return;
-        events_.clear();
-        if (!sse_.feed(bytes, events_)) {
-            broken_ = true;
-            problem_ = "upstream SSE event too large to read usage from";
-            return;
-        }
-        for (const SseEvent& ev : events_) {
-            if (ev.data.empty()) continue;
-            ++relayed_;   // OpenAI numbers its events from 0: the gateway's own closing event follows them
-            std::string err;
-            const ReadStep step = read_ir_event(ev, err, [](const StreamEventIR&) {});
-            if (step == ReadStep::Failed) failed_ = true;
-            if (step == ReadStep::Invalid) {
-                broken_ = true;
-                problem_ = "invalid upstream stream event: " + err;
-                return;
-            }
-        }
-    }
-
-    void on_stream_end(BodyEnd how, std::string& out) override {
-        res_.usage = usage_.accounting();
-        if (failed_) {
-            res_.end = EndState::StreamError;
-        } else if (how == BodyEnd::Clean && !broken_ && reader_->complete() && !sse_.has_partial()) {
-            res_.end = EndState::Complete;
-        } else {
-            stream_not_complete(how, out);
-        }
-    }
-
-    void on_whole(std::string& body, std::string& out) override {
-        ChatResponseIR r;
-        if (read_whole_answer(body, r, out)) out.swap(body);
-    }
-
     std::string error_event(std::string_view message, std::string_view type, std::string_view code) const override {
-        return responses_error_event(message, type, code, relayed_);
+        return responses_error_event(message, type, code, data_events_);   // OpenAI numbers its events from 0
     }
-
-private:
-    std::int64_t relayed_ = 0;
 };
 
 }  // namespace
