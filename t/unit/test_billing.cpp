@@ -514,3 +514,24 @@ TEST(Billing, DeltasViewStringsTheBillOwnsAfterAMove) {
                              "lat oai/gpt-4o-mini|500 >oai/other|500 req=1"} +
                          kProvOk));
 }
+
+// ---- the response cache (llm_gateway_cache) ----
+
+TEST(Billing, CacheHitCountsItsTokensApartAtNoCostAndNoProviderAttempt) {
+    CallObservation o = served();
+    o.cache = CacheUse::Hit;
+    o.stat_latency = true;
+    o.elapsed_ms = 3;
+    const Bill b = bill_request(o);
+    EXPECT_EQ(lines(b), usage_lines("oai/gpt-4o-mini", "oai/other", " chit=1 chitin=100 chitout=20"));
+    expect_tally(b, "oai/gpt-4o-mini", 100, 20, 0);
+    EXPECT_TRUE(b.cache_hit);
+}
+
+TEST(Billing, CacheMissIsBilledAsAnyCallAndCountedAsAMiss) {
+    CallObservation o = served();
+    o.cache = CacheUse::Miss;
+    const Bill b = bill_request(o);
+    EXPECT_EQ(lines(b), usage_lines("oai/gpt-4o-mini", "oai/other", " tokin=100 tokout=20 cost=400 cmiss=1") + kProvOk);
+    EXPECT_FALSE(b.cache_hit);
+}

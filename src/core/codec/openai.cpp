@@ -167,6 +167,8 @@ const char* check_request(const rj::Document& doc, RequestInfo& inf) {
         inf.client_wants_usage = iu != opts->value.MemberEnd() && iu->value.IsTrue();
     }
     inf.max_output = max_output_of(doc);
+    auto temp = doc.FindMember("temperature");
+    if (temp != doc.MemberEnd() && temp->value.IsNumber()) inf.temperature = temp->value.GetDouble();
     return nullptr;
 }
 

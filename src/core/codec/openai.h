@@ -28,6 +28,9 @@ struct RequestInfo {
     // "max_tokens", "max_completion_tokens" and "max_output_tokens", times
     // "n" (choices, 1..128) when given; 0 when it names none.
     std::int64_t max_output = 0;
+    // "temperature" when it is a number (the response cache's bound,
+    // docs/cache.md); -1 when absent, null or not a number.
+    double temperature = -1;
 };
 
 // A parsed JSON request body. parse() returns nullptr and sets err (a sentence

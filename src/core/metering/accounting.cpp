@@ -7,7 +7,9 @@
 namespace llmgw {
 
 std::string_view metric_name(Metric m) {
-    static const std::string_view names[kMetricCount] = {"req", "tokin", "tokout", "cost", "rej", "att", "fail"};
+    static const std::string_view names[kMetricCount] = {"req",  "tokin", "tokout", "cost",   "rej",
+                                                                 "att",  "fail",  "chit",   "cmiss", "chitin",
+                                                                 "chitout"};
     return names[m];
 }
 
@@ -61,9 +63,12 @@ std::vector<ScopeDelta> accounting_deltas(const AccountingInput& in) {
     std::vector<ScopeDelta> out;
     out.reserve(in.scopes.size() + 3);   // room for the caller's provider scopes
     auto usage = [&in](ScopeDelta& d) {
-        if (in.usage.prompt_tokens > 0) d.delta[kMetricTokIn] = in.usage.prompt_tokens;
-        if (in.usage.completion_tokens > 0) d.delta[kMetricTokOut] = in.usage.completion_tokens;
-        if (in.cost_micros > 0) d.delta[kMetricCost] = in.cost_micros;
+        const bool hit = in.cache == CacheUse::Hit;
+        if (in.usage.prompt_tokens > 0) d.delta[hit ? kMetricHitIn : kMetricTokIn] = in.usage.prompt_tokens;
+        if (in.usage.completion_tokens > 0) d.delta[hit ? kMetricHitOut : kMetricTokOut] = in.usage.completion_tokens;
+        if (in.cost_micros > 0 && !hit) d.delta[kMetricCost] = in.cost_micros;
+        if (hit) d.delta[kMetricHit] = 1;
+        if (in.cache == CacheUse::Miss) d.delta[kMetricMiss] = 1;
     };
     for (const Scope& s : in.scopes) {
         ScopeDelta d;

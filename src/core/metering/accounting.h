@@ -13,6 +13,12 @@
 
 namespace llmgw {
 
+// What the response cache did for a request (llm_gateway_cache): nothing
+// (off, bypassed), a miss (the provider answered; stored when it could be),
+// a hit (answered from the cache: its tokens go to their own counters and
+// cost nothing, docs/cache.md).
+enum class CacheUse { None, Miss, Hit };
+
 struct AccountingInput {
     std::vector<Scope> scopes;     // user, group, total
     std::string model;             // canonical <provider>/<model> that answered
@@ -20,6 +26,7 @@ struct AccountingInput {
     Usage usage;                   // possibly estimated
     bool estimated = false;        // usage = body size / 4, all to tokin
     std::int64_t cost_micros = 0;
+    CacheUse cache = CacheUse::None;
 };
 
 // Usage above this many tokens in either direction is implausible for one
@@ -47,7 +54,13 @@ struct BilledAnswer {
 bool answer_billed(const BilledAnswer& a);
 
 // The metrics a scope counts, in the order their increments are listed.
-enum Metric { kMetricReq, kMetricTokIn, kMetricTokOut, kMetricCost, kMetricRej, kMetricAtt, kMetricFail, kMetricCount };
+// chit, cmiss: requests answered from the response cache, and requests the
+// cache missed; chitin, chitout: the prompt and completion tokens of the
+// answers served from it (never in tokin/tokout, the provider's tokens).
+enum Metric {
+    kMetricReq, kMetricTokIn, kMetricTokOut, kMetricCost, kMetricRej, kMetricAtt, kMetricFail,
+    kMetricHit, kMetricMiss, kMetricHitIn, kMetricHitOut, kMetricCount
+};
 std::string_view metric_name(Metric m);   // "req", "tokin", ...
 // -1 when the name is not one of the metrics above.
 int metric_from_name(std::string_view name);
@@ -70,8 +83,10 @@ struct ScopeDelta {
 };
 
 // For every scope and for the model scope: tokin (prompt) and tokout
-// (completion), a zero direction skipped; cost when > 0. The model scope
-// also gets req (the served model's request counter).
+// (completion), a zero direction skipped; cost when > 0; cmiss 1 for a
+// cache miss. A cache hit instead: chit 1, chitin and chitout (no tokin,
+// tokout or cost). The model scope also gets req (the served model's
+// request counter).
 std::vector<ScopeDelta> accounting_deltas(const AccountingInput& in);
 
 // An admitted request's counts in the scopes its plan deferred

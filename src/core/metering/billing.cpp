@@ -87,7 +87,10 @@ void bill_tokens(const CallObservation& o, Bill& b) {
         // A cancelled stream: what it carried before it ended, bytes / 4.
         in.usage.completion_tokens = o.cancelled ? o.answer.text_bytes / 4 : 0;
     }
-    in.cost_micros = cost_at(o.price, in.usage);
+    in.cache = o.cache;
+    b.cache_hit = o.cache == CacheUse::Hit;
+    // A hit costs nothing: the provider was not called (docs/cache.md).
+    in.cost_micros = b.cache_hit ? 0 : cost_at(o.price, in.usage);
     b.line = UsageLine::Tokens;
 }
 
@@ -107,7 +110,7 @@ void add_statistics(const CallObservation& o, Bill& b) {
         d.overflow_id = s.user_model_other;
         b.deltas.push_back(d);
     }
-    if (o.stat_latency && o.elapsed_ms >= 0) {
+    if (o.stat_latency && o.elapsed_ms >= 0 && o.cache != CacheUse::Hit) {
         s.latency = latency_id(s.in.model, o.elapsed_ms);
         s.latency_other = latency_id(s.in.model_overflow, o.elapsed_ms);
         ScopeDelta d;
@@ -166,7 +169,7 @@ Bill bill_request(const CallObservation& o) {
     b.tallied = !in.model.empty() || !in.scopes.empty();
     if (b.tallied) b.deltas = accounting_deltas(in);
     add_statistics(o, b);
-    if (!o.call_accounted && !o.cancelled) add_provider_deltas(o, b);
+    if (!o.call_accounted && !o.cancelled && o.cache != CacheUse::Hit) add_provider_deltas(o, b);
     return b;
 }
 

@@ -65,6 +65,10 @@ struct CallObservation {
     bool stat_latency = false;       // llm_gateway_stats latency=
     std::int64_t elapsed_ms = -1;    // the call's start to its end (-1: unknown)
     std::string_view user;           // the user's name (usermodel ids)
+    // The response cache (llm_gateway_cache): a hit's tokens go to the
+    // cache's own counters at no cost, and no provider attempt, failure or
+    // latency is counted for it; a miss is counted as one.
+    CacheUse cache = CacheUse::None;
 };
 
 // Which usage line the accounting logs (at info).
@@ -109,6 +113,7 @@ struct Bill {
     bool cancelled = false;          // " (client cancelled)"
     bool cut_off = false;            // " (cut off at the budget)"
     bool without_usage = false;      // passthrough: " (no usage in the answer)"
+    bool cache_hit = false;          // " (cache hit)": its tokens were not the provider's
     Implausible implausible = Implausible::None;
     Usage reported;                  // the usage found implausible (OverMax: its figures)
 };
