@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/cache/cache_settings.h"
 #include "core/config/gwconfig.h"
 #include "core/http/redact.h"
 #include "core/mcp/session_token.h"
@@ -55,6 +56,9 @@ struct GatewayState {
     bool has_metrics = false;                       // an llm_gateway_metrics location exists
     TargetTable targets;                            // tool servers and agents
     std::vector<std::unique_ptr<McpEndpoint>> mcp_endpoints;   // one per llm_gateway_mcp location
+    // One per llm_gateway_cache directive that turns the cache on, with the
+    // file:line its zone= is checked against (postconfiguration).
+    std::vector<std::pair<std::unique_ptr<CacheSettings>, std::string>> caches;
     // The credentials the gateway sends upstream (provider keys, tool server
     // and agent keys): masked in every answer it relays (docs/decisions.md#redaction).
     SecretSet secrets;
@@ -96,6 +100,8 @@ struct LocConf {
     // llm_gateway_public_url: where clients reach the gateway (the base of
     // rewritten agent cards); nullptr: the connection's scheme and Host.
     ngx_http_complex_value_t* public_url;
+    // llm_gateway_cache: its settings (held by the GatewayState); nullptr: off.
+    const CacheSettings* cache;
 };
 
 }  // namespace llmgw

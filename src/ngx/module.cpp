@@ -3,6 +3,7 @@
 #include "core/log/log_escape.h"
 #include "core/metering/reservation.h"
 #include "core/metering/keys.h"
+#include "ngx/call/cache.h"
 #include "ngx/call/call.h"
 #include "ngx/call/health.h"
 #include "ngx/call/relay.h"
@@ -91,11 +92,16 @@ ngx_command_t commands[] = {
      NGX_HTTP_LOC_CONF_OFFSET, 0, nullptr},
     {ngx_string("llm_gateway_public_url"), NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1,
      set_public_url, NGX_HTTP_LOC_CONF_OFFSET, offsetof(LocConf, public_url), nullptr},
+    {ngx_string("llm_gateway_cache"), NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_1MORE,
+     set_cache, NGX_HTTP_LOC_CONF_OFFSET, 0, nullptr},
     {ngx_string("llm_gateway_max_body_size"), NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1,
      ngx_conf_set_off_slot, NGX_HTTP_LOC_CONF_OFFSET, offsetof(LocConf, max_body_size), nullptr},
     ngx_null_command};
 
-ngx_int_t preconfiguration(ngx_conf_t* cf) { return add_variables(cf); }
+ngx_int_t preconfiguration(ngx_conf_t* cf) {
+    if (add_variables(cf) != NGX_OK) return NGX_ERROR;
+    return add_cache_variables(cf);
+}
 
 // Every credential the gateway sends upstream on its own: the providers'
 // keys and the targets' (their subrequests' view of them).
@@ -255,6 +261,7 @@ void* create_loc_conf(ngx_conf_t* cf) {
     lcf->mode = NGX_CONF_UNSET_UINT;
     lcf->max_body_size = NGX_CONF_UNSET;
     lcf->public_url = static_cast<ngx_http_complex_value_t*>(NGX_CONF_UNSET_PTR);
+    lcf->cache = static_cast<const CacheSettings*>(NGX_CONF_UNSET_PTR);
     return lcf;
 }
 
@@ -265,6 +272,7 @@ char* merge_loc_conf(ngx_conf_t* cf, void* parent, void* child) {
     if (conf->mode == NGX_CONF_UNSET_UINT) conf->mode = kModeNone;
     ngx_conf_merge_off_value(conf->max_body_size, prev->max_body_size, 10 * 1024 * 1024);
     ngx_conf_merge_ptr_value(conf->public_url, prev->public_url, nullptr);
+    ngx_conf_merge_ptr_value(conf->cache, prev->cache, nullptr);
 
     if (conf->mode != kModeNone) {
         // In a gateway location the body bound is llm_gateway_max_body_size:
@@ -290,6 +298,7 @@ ngx_int_t postconfiguration(ngx_conf_t* cf) {
     auto* pre = static_cast<ngx_http_handler_pt*>(ngx_array_push(&cmcf->phases[NGX_HTTP_PRECONTENT_PHASE].handlers));
     if (pre == nullptr) return NGX_ERROR;
     *pre = subrequest_precontent;
+    if (!check_cache_zones(cf)) return NGX_ERROR;
     return init_filters(cf);
 }
 

@@ -12,6 +12,7 @@
 #include "core/metering/accounting.h"
 #include "core/metering/billing.h"
 #include "ngx/admission/admission.h"
+#include "ngx/call/cache.h"
 #include "ngx/call/call.h"
 #include "ngx/call/relay.h"
 #include "ngx/main_conf.h"
@@ -94,6 +95,7 @@ CallObservation observe_request(MainConf* mcf, const RequestCtx& ctx, const Call
     o.stat_latency = mcf->stat_latency;
     if (c.ended != 0 && c.ended >= c.started) o.elapsed_ms = static_cast<std::int64_t>(c.ended - c.started);
     o.user = ctx.auth.user->name;
+    o.cache = cache_use(c);
     return o;
 }
 
@@ -128,11 +130,12 @@ void log_bill(ngx_log_t* log, MainConf* mcf, const RequestCtx& ctx, const Bill& 
     case UsageLine::Tokens:
         ngx_log_error(NGX_LOG_INFO, log, 0,
                       "llm_gateway: usage user=\"%s\" model=\"%s\" prompt_tokens=%L completion_tokens=%L "
-                      "cost_micro_usd=%L%s%s%s",
+                      "cost_micro_usd=%L%s%s%s%s",
                       log_value(ctx.auth.user->name).c_str(), log_value(b.model()).c_str(),
                       static_cast<long long>(b.prompt_tokens()), static_cast<long long>(b.completion_tokens()),
                       static_cast<long long>(b.cost_micros()), b.estimated() ? " (estimated)" : "",
-                      b.cancelled ? " (client cancelled)" : "", b.cut_off ? " (cut off at the budget)" : "");
+                      b.cancelled ? " (client cancelled)" : "", b.cut_off ? " (cut off at the budget)" : "",
+                      b.cache_hit ? " (cache hit)" : "");
         break;
     }
 }

@@ -3,6 +3,8 @@
 // its codec, and records how the call ended.
 #include "ngx/call/call.h"
 
+#include "ngx/call/cache.h"
+
 #include "ngx/http/auth.h"
 #include "ngx/http/headers.h"
 #include "ngx/http/respond.h"
@@ -258,6 +260,7 @@ ngx_int_t Call::start(ngx_http_request_t* r, const CallerRequest& in, std::strin
     sub->call = this;
     ngx_http_set_ctx(s, sub, ngx_http_llm_gateway_module);
     sr = s;
+    if (!cache_prepare(r, *this, body)) return NGX_ERROR;
     state = State::Running;
     started = ngx_current_msec;
     stop_.handler = stop_handler;
@@ -289,6 +292,7 @@ ngx_int_t Call::on_header(ngx_http_request_t* s) {
         retry_after = header_value(s->headers_out.headers, "retry-after");
         main_conf(s)->state->secrets.mask(retry_after);
     }
+    cache_on_header(*this, s);
     BodyMode m = codec->head(no_status_line ? -1 : static_cast<int>(status), sv(s->headers_out.content_type));
     if (m == BodyMode::Invalid) {
         // Not a final answer (1xx, no status line, a status out of range):
@@ -362,9 +366,18 @@ void Call::stop_handler(ngx_event_t* ev) {
     ngx_http_run_posted_requests(c);
 }
 
+// The pieces of a file nginx hands over are read this large.
+constexpr std::size_t kFilePiece = 64 * 1024;
+// The subrequest's r->buffered bit while a hit's file waits for the client
+// (the four bits are filters' own; none of them runs in a provider location).
+constexpr unsigned kFileBuffered = 0x08;
+
 ngx_int_t Call::on_body(ngx_http_request_t* s, ngx_chain_t* in) {
     std::string out;
-    std::string file_bytes;
+    if (file_buf_ != nullptr) {
+        ngx_int_t rc = read_file(s, out);
+        if (rc != NGX_OK) return rc;
+    }
     for (ngx_chain_t* cl = in; cl; cl = cl->next) {
         ngx_buf_t* b = cl->buf;
         if (b->last_in_chain || b->last_buf) saw_end_ = true;
@@ -378,22 +391,65 @@ ngx_int_t Call::on_body(ngx_http_request_t* s, ngx_chain_t* in) {
             if (b->in_file) b->file_pos = b->file_last;
             continue;
         }
-        std::string_view bytes;
         if (ngx_buf_in_memory(b)) {
-            bytes = std::string_view(reinterpret_cast<const char*>(b->pos), static_cast<std::size_t>(b->last - b->pos));
+            std::string_view bytes(reinterpret_cast<const char*>(b->pos), static_cast<std::size_t>(b->last - b->pos));
             b->pos = b->last;
+            if (b->in_file) b->file_pos = b->file_last;
+            cache_on_bytes(*this, bytes);
+            if (!bytes.empty() && mode == Mode::Relay) bytes = bytes.substr(0, request_on_answer_bytes(*this, bytes.size()));
+            if (!bytes.empty()) codec->feed(bytes, out);
         } else if (b->in_file && b->file_last > b->file_pos) {
-            // proxy_buffering on: the body may have gone to a temp file.
-            file_bytes.resize(static_cast<std::size_t>(b->file_last - b->file_pos));
-            ssize_t n = ngx_read_file(b->file, reinterpret_cast<u_char*>(&file_bytes[0]), file_bytes.size(),
-                                      b->file_pos);
-            if (n != static_cast<ssize_t>(file_bytes.size())) return NGX_ERROR;
-            bytes = file_bytes;
+            // proxy_buffering on (or an answer being stored): the body went
+            // to a temporary file; a cache hit: the cache's file.
+            if (ngx_int_t rc = pass_on(out); rc == NGX_ERROR) return rc;
+            file_buf_ = b;
+            ngx_int_t rc = read_file(s, out);
+            if (rc != NGX_OK) return rc;
         }
-        if (b->in_file) b->file_pos = b->file_last;
-        if (!bytes.empty() && mode == Mode::Relay) bytes = bytes.substr(0, request_on_answer_bytes(*this, bytes.size()));
-        if (!bytes.empty()) codec->feed(bytes, out);
     }
+    return pass_on(out);
+}
+
+// A file's bytes from file_buf_, a piece at a time, each fed and passed on.
+// A cache hit relayed as a stream stops when the client's connection has
+// more than it sent (NGX_AGAIN, the subrequest marked buffered): nginx
+// calls the filters again when the client can take more (ngx_http_writer).
+ngx_int_t Call::read_file(ngx_http_request_t* s, std::string& out) {
+    ngx_buf_t* b = file_buf_;
+    std::string piece;
+    const bool may_wait = s->cached && mode == Mode::Relay;
+    while (b->file_pos < b->file_last) {
+        piece.resize(static_cast<std::size_t>(std::min<off_t>(b->file_last - b->file_pos, kFilePiece)));
+        ssize_t n = ngx_read_file(b->file, reinterpret_cast<u_char*>(&piece[0]), piece.size(), b->file_pos);
+        if (n != static_cast<ssize_t>(piece.size())) {
+            file_buf_ = nullptr;
+            s->buffered &= ~kFileBuffered;
+            return NGX_ERROR;
+        }
+        b->file_pos += n;
+        std::string_view bytes = piece;
+        cache_on_bytes(*this, bytes);
+        if (mode == Mode::Relay) bytes = bytes.substr(0, request_on_answer_bytes(*this, bytes.size()));
+        if (!bytes.empty()) codec->feed(bytes, out);
+        const ngx_int_t rc = pass_on(out);
+        if (rc == NGX_ERROR) {
+            file_buf_ = nullptr;
+            s->buffered &= ~kFileBuffered;
+            return rc;
+        }
+        if (rc == NGX_AGAIN && may_wait && b->file_pos < b->file_last) {
+            s->buffered |= kFileBuffered;
+            return NGX_AGAIN;
+        }
+    }
+    file_buf_ = nullptr;
+    s->buffered &= ~kFileBuffered;
+    return NGX_OK;
+}
+
+// What the codec produced goes to the request: captured, or relayed when
+// the answer streams (a whole answer waits for its end, in on_done).
+ngx_int_t Call::pass_on(std::string& out) {
     deliver(out);
     if (mode == Mode::Relay && codec->mode() == BodyMode::Stream && !out.empty()) {
         // A whole answer too big to hold (relayed from here on), or the
@@ -402,7 +458,9 @@ ngx_int_t Call::on_body(ngx_http_request_t* s, ngx_chain_t* in) {
             announced_ = true;
             if (request_on_stream_head(*this) == NGX_ERROR) return NGX_ERROR;
         }
-        return request_on_stream_bytes(*this, out);
+        ngx_int_t rc = request_on_stream_bytes(*this, out);
+        out.clear();
+        return rc;
     }
     return NGX_OK;
 }
@@ -455,6 +513,9 @@ void end_chosen_call(ngx_event_t* ev, void (*before)(ngx_http_request_t* r, Requ
 
 ngx_int_t Call::done_handler(ngx_http_request_t*, void* data, ngx_int_t rc) {
     auto* call = static_cast<Call*>(data);
+    // A cache hit whose file waits for the client: nginx finalizes the
+    // subrequest again once the filters have it all (ngx_http_writer).
+    if (call->file_buf_ != nullptr && rc == NGX_AGAIN) return rc;
     try {
         return call->on_done(rc);
     } catch (const std::exception& e) {
@@ -467,6 +528,10 @@ ngx_int_t Call::done_handler(ngx_http_request_t*, void* data, ngx_int_t rc) {
 ngx_int_t Call::on_done(ngx_int_t rc) {
     if (state == State::Done) return NGX_OK;
     state = State::Done;
+    if (file_buf_ != nullptr) {   // the client went before it had a hit's whole file
+        file_buf_ = nullptr;
+        sr->buffered &= ~kFileBuffered;
+    }
     ended = ngx_current_msec;
     if (stop_.timer_set) ngx_del_timer(&stop_);
     sr_rc = rc;

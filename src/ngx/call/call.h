@@ -9,6 +9,8 @@
 #include <memory>
 #include <string>
 
+#include "core/cache/cache_settings.h"
+#include "core/cache/tool_call_scan.h"
 #include "core/codec/codec.h"
 #include "ngx/ngx_incl.h"
 #include "ngx/request/ctx.h"
@@ -113,11 +115,22 @@ public:
     // value; 0: never). See deadline_passed().
     ngx_msec_t deadline = 0;
 
+    // The response cache (call/cache.h), set in start() when the request's
+    // answer may come from nginx's proxy_cache.
+    struct CacheState {
+        std::string key;                         // $llm_gateway_cache_key ("": not cached)
+        const CacheSettings* settings = nullptr;
+        ngx_uint_t status = 0;                   // the subrequest's NGX_HTTP_CACHE_* (0: none)
+        std::unique_ptr<ToolCallScan> scan;      // a miss being stored: does it call a tool?
+    } cache;
+
 private:
     static ngx_int_t done_handler(ngx_http_request_t* sr, void* data, ngx_int_t rc);
     static void stop_handler(ngx_event_t* ev);
     ngx_int_t on_done(ngx_int_t rc);
     void deliver(std::string& out);
+    ngx_int_t pass_on(std::string& out);
+    ngx_int_t read_file(ngx_http_request_t* s, std::string& out);
     bool take(std::size_t n);
 
     // Ends the call from outside the upstream's own read: posted on an
@@ -130,6 +143,10 @@ private:
     bool answered_ = false;
     bool garbled_head_ = false;
     bool saw_end_ = false;
+    // An answer nginx hands over in a file (buffered to a temporary file,
+    // or a cache hit): read a piece at a time; a hit relayed as a stream
+    // waits there while the client is slow to take it (file_buf_ pending).
+    ngx_buf_t* file_buf_ = nullptr;
     bool announced_ = false;        // the request was told a streamed answer began
     std::string pending_;
     std::string captured_;

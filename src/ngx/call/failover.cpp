@@ -10,6 +10,8 @@
 #include "ngx/call/call.h"
 #include "ngx/call/drain.h"
 #include "ngx/call/failover.h"
+
+#include "ngx/call/cache.h"
 #include "ngx/call/health.h"
 #include "ngx/call/relay.h"
 #include "ngx/http/request_events.h"
@@ -48,6 +50,10 @@ std::size_t provider_index(const MainConf* mcf, const ProviderConf* p) {
 void record_health(MainConf* mcf, Call& c) {
     if (c.health_recorded) return;
     c.health_recorded = true;
+    if (cache_use(c) == CacheUse::Hit) {   // answered by nginx's cache: nothing learnt of the provider
+        health_abandon(mcf, c.provider_index, c.probe);
+        return;
+    }
     health_result(mcf, c.provider_index, !call_failed(c) && c.outcome().end != EndState::Cut, c.probe);
 }
 

@@ -34,5 +34,9 @@ char* set_agent(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
 char* set_mcp(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
 char* set_target_proxy(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
 char* set_public_url(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
+// llm_gateway_cache (conf/cache_directive.cpp); its zones are checked once
+// the http block is read (false: logged).
+char* set_cache(ngx_conf_t* cf, ngx_command_t* cmd, void* conf);
+bool check_cache_zones(ngx_conf_t* cf);
 
 }  // namespace llmgw

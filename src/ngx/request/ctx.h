@@ -123,6 +123,15 @@ struct BilledPart {
     const ProviderConf* provider = nullptr;   // the provider of the call that answered
 };
 
+// The response cache (llm_gateway_cache, ngx/call/cache.h): whether this
+// request's answer may come from nginx's proxy_cache, decided at its first
+// provider call.
+struct CachePart {
+    bool decided = false;
+    const CacheSettings* settings = nullptr;   // where the request runs (null: off)
+    CacheSkip skip = CacheSkip::Off;
+};
+
 // The gateway's own answers and nginx's error pages replaced by the
 // envelope (ngx/http/error_pages.cpp).
 struct PagePart {
@@ -161,6 +170,7 @@ struct RequestCtx {
     CutoffPart cutoff;
     DrainPart drain;
     BilledPart billed;
+    CachePart cache;
     PagePart page;
     std::unique_ptr<Federation, FederationDeleter> federation;   // /mcp: its backend calls
     std::vector<DiscoveryRun> discovery;   // GET /v1/models refreshing model lists
