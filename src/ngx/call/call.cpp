@@ -378,7 +378,46 @@ ngx_int_t Call::on_body(ngx_http_request_t* s, ngx_chain_t* in) {
         ngx_int_t rc = read_file(s, out);
         if (rc != NGX_OK) return rc;
     }
+    // A cache hit relayed as a stream goes no faster than its client takes
+    // it: the buffers nginx read from the cache's file wait here (held_)
+    // while the client's connection has bytes it could not send yet, and
+    // nginx reads no more of the file meanwhile (its copy filter's buffers
+    // stay busy). A live answer is never held: its provider is not paused.
+    const bool may_hold = s->cached && mode == Mode::Relay;
+    if (may_hold && held_ != nullptr) {
+        if (request_flush(*this) == NGX_ERROR) return NGX_ERROR;
+        ngx_chain_t** last = &held_;
+        while (*last != nullptr) last = &(*last)->next;
+        for (ngx_chain_t* cl = in; cl != nullptr; cl = cl->next) {
+            ngx_chain_t* link = ngx_alloc_chain_link(s->pool);
+            if (link == nullptr) return NGX_ERROR;
+            link->buf = cl->buf;
+            link->next = nullptr;
+            *last = link;
+            last = &link->next;
+        }
+        in = held_;
+        held_ = nullptr;
+        s->buffered &= ~kFileBuffered;
+    }
     for (ngx_chain_t* cl = in; cl; cl = cl->next) {
+        if (may_hold && announced_ && (s->connection->buffered & NGX_HTTP_LOWLEVEL_BUFFERED)) {
+            if (ngx_int_t rc = pass_on(out); rc == NGX_ERROR) return rc;
+            // The links of `in` belong to the filter above: held in links of our own.
+            ngx_chain_t** last = &held_;
+            for (ngx_chain_t* rest = cl; rest != nullptr; rest = rest->next) {
+                ngx_chain_t* link = ngx_alloc_chain_link(s->pool);
+                if (link == nullptr) return NGX_ERROR;
+                link->buf = rest->buf;
+                link->next = nullptr;
+                *last = link;
+                last = &link->next;
+            }
+            s->buffered |= kFileBuffered;
+            ngx_log_debug0(NGX_LOG_DEBUG_HTTP, s->connection->log, 0,
+                           "llm_gateway: cache hit: the client is slow; reading of the cached answer waits");
+            return NGX_AGAIN;
+        }
         ngx_buf_t* b = cl->buf;
         if (b->last_in_chain || b->last_buf) saw_end_ = true;
         // Capture mode: bytes past the bound are neither read nor fed.
@@ -398,9 +437,12 @@ ngx_int_t Call::on_body(ngx_http_request_t* s, ngx_chain_t* in) {
             cache_on_bytes(*this, bytes);
             if (!bytes.empty() && mode == Mode::Relay) bytes = bytes.substr(0, request_on_answer_bytes(*this, bytes.size()));
             if (!bytes.empty()) codec->feed(bytes, out);
+            if (may_hold) {
+                if (ngx_int_t rc = pass_on(out); rc == NGX_ERROR) return rc;
+            }
         } else if (b->in_file && b->file_last > b->file_pos) {
             // proxy_buffering on (or an answer being stored): the body went
-            // to a temporary file; a cache hit: the cache's file.
+            // to a temporary file; a cache hit with sendfile on: the cache's file.
             if (ngx_int_t rc = pass_on(out); rc == NGX_ERROR) return rc;
             file_buf_ = b;
             ngx_int_t rc = read_file(s, out);
@@ -438,6 +480,9 @@ ngx_int_t Call::read_file(ngx_http_request_t* s, std::string& out) {
             return rc;
         }
         if (rc == NGX_AGAIN && may_wait && b->file_pos < b->file_last) {
+            ngx_log_debug2(NGX_LOG_DEBUG_HTTP, s->connection->log, 0,
+                           "llm_gateway: cache hit: the client is slow; %O of %O bytes read, waiting",
+                           b->file_pos, b->file_last);
             s->buffered |= kFileBuffered;
             return NGX_AGAIN;
         }
@@ -513,9 +558,9 @@ void end_chosen_call(ngx_event_t* ev, void (*before)(ngx_http_request_t* r, Requ
 
 ngx_int_t Call::done_handler(ngx_http_request_t*, void* data, ngx_int_t rc) {
     auto* call = static_cast<Call*>(data);
-    // A cache hit whose file waits for the client: nginx finalizes the
-    // subrequest again once the filters have it all (ngx_http_writer).
-    if (call->file_buf_ != nullptr && rc == NGX_AGAIN) return rc;
+    // A cache hit that waits for its client: nginx finalizes the subrequest
+    // again once the filters have it all (ngx_http_writer).
+    if ((call->file_buf_ != nullptr || call->held_ != nullptr) && rc == NGX_AGAIN) return rc;
     try {
         return call->on_done(rc);
     } catch (const std::exception& e) {
@@ -528,8 +573,9 @@ ngx_int_t Call::done_handler(ngx_http_request_t*, void* data, ngx_int_t rc) {
 ngx_int_t Call::on_done(ngx_int_t rc) {
     if (state == State::Done) return NGX_OK;
     state = State::Done;
-    if (file_buf_ != nullptr) {   // the client went before it had a hit's whole file
+    if (file_buf_ != nullptr || held_ != nullptr) {   // the client went before it had a whole hit
         file_buf_ = nullptr;
+        held_ = nullptr;
         sr->buffered &= ~kFileBuffered;
     }
     ended = ngx_current_msec;

@@ -147,6 +147,7 @@ private:
     // or a cache hit): read a piece at a time; a hit relayed as a stream
     // waits there while the client is slow to take it (file_buf_ pending).
     ngx_buf_t* file_buf_ = nullptr;
+    ngx_chain_t* held_ = nullptr;   // a hit's buffers its slow client has not taken yet
     bool announced_ = false;        // the request was told a streamed answer began
     std::string pending_;
     std::string captured_;
@@ -161,6 +162,8 @@ private:
 ngx_int_t request_on_stream_head(Call& call);
 ngx_int_t request_on_stream_bytes(Call& call, std::string_view bytes);
 std::size_t request_on_answer_bytes(Call& call, std::size_t n);
+// Sends what the client's connection holds, as far as it takes it now.
+ngx_int_t request_flush(Call& call);
 
 // An event handler's end of a request's provider call (the drain's bound,
 // the stream cutoff): ev->data is the main request; its chosen call, while

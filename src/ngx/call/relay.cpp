@@ -290,6 +290,12 @@ ngx_int_t request_on_stream_bytes(Call& call, std::string_view data) {
     return rc;
 }
 
+ngx_int_t request_flush(Call& call) {
+    // Down the subrequest's filters with nothing new: the postpone filter
+    // passes the client connection's pending bytes on to the write filter.
+    return next_body_filter(call.sr, nullptr);
+}
+
 // Bytes read from the provider for a call: its codec has them all, unless
 // its client left and the drain's byte bound is reached.
 std::size_t request_on_answer_bytes(Call& call, std::size_t n) {
