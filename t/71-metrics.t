@@ -3,7 +3,8 @@
 # with TYPE and HELP, no duplicate series, counters ending in _total;
 # promtool check metrics on real scrapes with the store up, down and in
 # fail-open; store-backed series omitted (never zeros) while the store is
-# down; label escaping with quotes, backslashes, newlines and invalid UTF-8 in
+# down; the response cache's families per scope and per model, read from
+# Redis counters (and the admin usage view's cache object from the same); label escaping with quotes, backslashes, newlines and invalid UTF-8 in
 # user and group names (from a users file); the in-process rejection counter.
 
 use strict;
@@ -44,7 +45,8 @@ sub conf {
               . "llm_gateway_users_file $dir/users.json;\n"
               . "llm_gateway_price oai/gpt-4o-mini input=0.15 output=0.6;\n",
         server => "location = /metrics { llm_gateway_metrics $metrics; }\n"
-                . "    location = /open-metrics { llm_gateway_metrics allow=127.0.0.0/8; }",
+                . "    location = /open-metrics { llm_gateway_metrics allow=127.0.0.0/8; }\n"
+                . "    location /admin { llm_gateway_admin; }",
     );
 }
 
@@ -104,7 +106,8 @@ subtest 'shared memory: families, escaping, rejections, access' => sub {
     for my $f (qw(llmgateway_requests_total llmgateway_tokens_total llmgateway_cost_micro_usd_total
                   llmgateway_provider_attempts_total llmgateway_provider_failures_total llmgateway_provider_health
                   llmgateway_budget_consumed_ratio llmgateway_rate_limit_rejections_total llmgateway_limit_store_up
-                  llmgateway_model_requests_total)) {
+                  llmgateway_model_requests_total llmgateway_cache_requests_total llmgateway_cache_tokens_total
+                  llmgateway_model_cache_requests_total llmgateway_model_cache_tokens_total)) {
         ok($type->{$f}, "family $f");
     }
     my $body = $r->{body};
@@ -115,6 +118,12 @@ subtest 'shared memory: families, escaping, rejections, access' => sub {
          'alice: 18 of 1000 tokens today');
     like($body, qr/^llmgateway_provider_attempts_total\{provider="oai"\} 2$/m, 'provider attempts');
     like($body, qr/^llmgateway_model_requests_total\{provider="oai",model="gpt-4o-mini"\} 2$/m, 'model label breakdown');
+    # The response cache's counters: no lookup yet, so zeros (as every scope counter).
+    like($body, qr/^llmgateway_cache_requests_total\{scope_kind="user",scope="alice",result="hit"\} 0$/m, 'alice: no cache hit');
+    like($body, qr/^llmgateway_cache_requests_total\{scope_kind="total",scope="all",result="miss"\} 0$/m, 'total: no cache miss');
+    like($body, qr/^llmgateway_cache_tokens_total\{scope_kind="group",scope="eng",direction="out"\} 0$/m, 'eng: no token from the cache');
+    like($body, qr/^llmgateway_model_cache_requests_total\{provider="oai",model="gpt-4o-mini",result="hit"\} 0$/m,
+         'per model (model_label)');
     like($body, qr/^llmgateway_provider_health\{provider="oai"\} 1$/m, 'breaker closed: 1');
     like($body, qr/^llmgateway_limit_store_up\{replica="[^"]+"\} 1$/m, 'store up');
     # The odd names: quote, backslash (doubled in the value), newline, invalid bytes as \xHH markers.
@@ -131,17 +140,54 @@ subtest 'shared memory: families, escaping, rejections, access' => sub {
     is($open->{status}, 200, 'an allowed address scrapes without a key');
     like($open->{body}, qr/^llmgateway_requests_total\{scope_kind="user",scope="alice"\} 1$/m, 'the same series');
     unlike($open->{body}, qr/llmgateway_model_requests_total\{/, 'model_label off there');
+    unlike($open->{body}, qr/llmgateway_model_cache_/, 'no per-model cache family there');
     $ng->stop;
 };
 
 subtest 'redis: up, fail-open while down (store series omitted), back' => sub {
     my $rd = GwRedis->start();
-    my $ng = Gw::Nginx->start(conf => conf("llm_gateway_store redis://127.0.0.1:" . $rd->port . "/0 fail_open=on;\n", ''),
+    my $ng = Gw::Nginx->start(conf => conf("llm_gateway_store redis://127.0.0.1:" . $rd->port . "/0 fail_open=on;\n",
+                                           'model_label=on'),
                               workers => 1, vars => { MOCK => $mock->port });
     Gw::http(POST => $ng->url('/v1/chat/completions'), headers => GwConf::bearer($KEY), body => GwConf::chat_body('gpt-4o-mini'));
+    # The response cache's counters as accounting writes them (docs/cache.md):
+    # alice this month 3 hits and 1 miss, 40 and 12 tokens served from the
+    # cache, 2 of the hits and the miss today; the model's; the total's.
+    sleep 1 while GwMeter::secs_to_midnight() < 10;   # one UTC day (and month) for the writes and the reads
+    my $now = time;
+    my %cache = (chit => 3, cmiss => 1, chitin => 40, chitout => 12);
+    $rd->cli('SET', GwRedis::key(user => 'alice', $_, 'month', $now), $cache{$_}) for sort keys %cache;
+    $rd->cli('SET', GwRedis::key(user => 'alice', chit => 'day', $now), 2);
+    $rd->cli('SET', GwRedis::key(user => 'alice', cmiss => 'day', $now), 1);
+    $rd->cli('SET', GwRedis::key(model => 'oai/gpt-4o-mini', chit => 'month', $now), 5);
+    $rd->cli('SET', GwRedis::key(model => 'oai/gpt-4o-mini', chitout => 'month', $now), 30);
+    $rd->cli('SET', GwRedis::key(total => 'all', cmiss => 'month', $now), 7);
     my $up = scrape($ng)->{body};
     like($up, qr/^llmgateway_requests_total\{scope_kind="user",scope="alice"\} 1$/m, 'store up: series from Redis');
-    promtool_ok($up, 'redis up');
+    like($up, qr/^llmgateway_cache_requests_total\{scope_kind="user",scope="alice",result="hit"\} 3$/m, 'alice: 3 cache hits');
+    like($up, qr/^llmgateway_cache_requests_total\{scope_kind="user",scope="alice",result="miss"\} 1$/m, 'alice: 1 miss');
+    like($up, qr/^llmgateway_cache_tokens_total\{scope_kind="user",scope="alice",direction="in"\} 40$/m, 'alice: 40 prompt tokens');
+    like($up, qr/^llmgateway_cache_tokens_total\{scope_kind="user",scope="alice",direction="out"\} 12$/m,
+         'alice: 12 completion tokens');
+    like($up, qr/^llmgateway_cache_requests_total\{scope_kind="total",scope="all",result="miss"\} 7$/m, 'total: 7 misses');
+    like($up, qr/^llmgateway_cache_requests_total\{scope_kind="group",scope="eng",result="hit"\} 0$/m, 'eng: none');
+    like($up, qr/^llmgateway_model_cache_requests_total\{provider="oai",model="gpt-4o-mini",result="hit"\} 5$/m,
+         'the model: 5 hits');
+    like($up, qr/^llmgateway_model_cache_tokens_total\{provider="oai",model="gpt-4o-mini",direction="out"\} 30$/m,
+         'the model: 30 completion tokens');
+    like($up, qr/^llmgateway_tokens_total\{scope_kind="user",scope="alice",direction="in"\} 11$/m,
+         'the provider\'s tokens apart');
+    promtool_ok($up, 'redis up, with cache counters');
+    # The same counters in the admin usage view, per window.
+    my $u = GwMeter::usage($ng, key => $ADMIN);
+    is_deeply((GwMeter::row($u, user => 'alice') || {})->{cache},
+              { day => { hits => 2, misses => 1, hitTokensIn => 0, hitTokensOut => 0, hitRate => 2 / 3 },
+                month => { hits => 3, misses => 1, hitTokensIn => 40, hitTokensOut => 12, hitRate => 0.75 } },
+              'usage: alice\'s cache object');
+    is_deeply((GwMeter::row($u, group => 'eng') || {})->{cache}{day},
+              { hits => 0, misses => 0, hitTokensIn => 0, hitTokensOut => 0, hitRate => undef }, 'usage: eng, no lookup: hitRate null');
+    is((GwMeter::row($u, total => 'all') || {})->{cache}{month}{hitRate}, 0, 'usage: the total, misses only: hitRate 0');
+    is((GwMeter::row($u, user => 'alice') || {})->{requestsPerDay}, 1, 'usage: the other fields as before');
     $rd->kill9;
     # A request counted fail-open in shared memory; the scrape must not show it as the store's.
     is(Gw::http(POST => $ng->url('/v1/chat/completions'), headers => GwConf::bearer($KEY),

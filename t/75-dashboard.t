@@ -4,7 +4,8 @@
 # (t/js/dashboard.mjs): with traffic on a real gateway, the page loads with
 # no console error, failed request, CSP violation or request to another
 # host; a wrong key and a non-admin key show their error and no data; the
-# admin key shows users and groups with usage, limits and the total, the
+# admin key shows users and groups with usage, limits and the total (and,
+# with response-cache counters in the store, each scope's hit rate), the
 # model ranking, a history chart with a hover read-out, the failure feed with
 # a real rejection, targets, catalog and configuration; tables sort; the key
 # is in sessionStorage only (never localStorage or the URL) and sign-out
@@ -221,6 +222,7 @@ subtest 'with the admin key: every view, with traffic on the gateway' => sub {
     is($groups->{glim}{rej}, '1', 'glim: one rejection today');
     is($users->{bob}{rej}, '0', 'bob: none');
     ok(!exists $users->{bob}{'rpd.of'}, 'bob: no limit of his own, no bar');
+    ok(!exists $users->{alice}{cache} && !exists $groups->{eng}{cache}, 'usage: no cache column without a cache lookup');
     is($s->{usage}{tables}{'usage-groups'}{bars}, 3, 'groups: a bar per limit set (eng: 2, glim: 1, the total: none)')
         or diag explain $s->{usage}{tables}{'usage-groups'};
     my $total = $s->{usage}{tables}{'usage-groups'}{foot}[0] || {};
@@ -282,6 +284,38 @@ subtest 'with the admin key: every view, with traffic on the gateway' => sub {
 };
 
 $ng->stop;
+
+# ============================================================ the response cache
+
+subtest 'the response cache: hit rate and hits per scope, a dash without a lookup' => sub {
+    my $rd = GwRedis->start();
+    my $g = gateway(http => 'llm_gateway_store redis://127.0.0.1:' . $rd->port . ";\n");
+    # The counters accounting writes for alice's requests (docs/cache.md): today
+    # and this month 2 hits and 1 miss, in her scope, her group's and the total.
+    sleep 1 while GwMeter::secs_to_midnight() < 60;
+    my %c = (chit => 2, cmiss => 1, chitin => 30, chitout => 12);
+    for my $scope ([user => 'alice'], [group => 'eng'], [total => 'all']) {
+        for my $win (qw(day month)) {
+            $rd->cli('SET', GwRedis::key(@$scope, $_, $win), $c{$_}) for sort keys %c;
+        }
+    }
+    my $shots = $ENV{LLMGW_DASHBOARD_SHOTS} ? "$ENV{LLMGW_DASHBOARD_SHOTS}/cache" : undef;
+    mkdir $shots if $shots;
+    my $b = browse(url => $g->url('/admin/'), key => $ADMIN, views => ['usage'], ($shots ? (shots => $shots) : ()));
+    my $s = ($b->{steps} || {})->{usage} || {};
+    my $users = by_name($s->{tables}{'usage-users'}{rows});
+    my $groups = by_name($s->{tables}{'usage-groups'}{rows});
+    is($users->{alice}{cache}, '66%', 'alice: 2 of 3 lookups today answered from the cache');
+    is($users->{alice}{'cache.detail'}, '2 hits · 1 miss', 'alice: her hits and misses');
+    is($users->{bob}{cache}, '—', 'bob: no lookup, a dash');
+    is($groups->{eng}{cache}, '66%', 'eng: the same');
+    is(($s->{tables}{'usage-groups'}{foot}[0] || {})->{cache}, '66%', 'the total row');
+    is_deeply($s->{overflowing}, [], 'every card holds its content');
+    is_deeply($b->{pageErrors}, [], 'no script error');
+    is_deeply($b->{csp}, [], 'no policy violation');
+    $g->stop;
+    $rd->stop;
+};
 
 # ============================================================ a store outage
 

@@ -70,6 +70,30 @@ export function percent(f) {
   return p > 999 ? '>999%' : `${p}%`;
 }
 
+// One window of a usage entry's response-cache counters ({hits, misses, ...}
+// of /admin/api/usage): its hit rate (0..1, hits / (hits + misses)), that rate
+// as a percent, and "2 hits · 1 miss"; null when the window had no cache
+// lookup (the table shows "—").
+export function cacheSummary(w) {
+  if (!w || typeof w !== 'object') return null;
+  const n = (v) => (typeof v === 'number' && Number.isFinite(v) && v > 0 ? v : 0);
+  const hits = n(w.hits);
+  const misses = n(w.misses);
+  if (hits + misses === 0) return null;
+  const rate = hits / (hits + misses);
+  return { rate, text: percent(rate),
+    detail: `${count(hits)} ${hits === 1 ? 'hit' : 'hits'} · ${count(misses)} ${misses === 1 ? 'miss' : 'misses'}` };
+}
+
+// Whether a usage document shows a cache lookup this month in any entry: the
+// usage tables show their cache column only then (no column while the cache
+// is off).
+export function cacheInUse(u) {
+  if (!u || typeof u !== 'object') return false;
+  const rows = [...(u.users || []), ...(u.groups || []), ...(u.total ? [u.total] : [])];
+  return rows.some((r) => cacheSummary(r && r.cache && r.cache.month) !== null);
+}
+
 // The level a bar is drawn in: ok below 80%, warn from 80%, over from 100%.
 export function level(f) {
   if (f === null || f === undefined) return 'none';

@@ -149,7 +149,17 @@ export function meter(used, limit, fmt) {
   return box;
 }
 
-function usageTable(id, rows, { withGroup, total, now }) {
+// The response cache today: the hit rate with the hits and misses under it,
+// the tokens served from the cache in its tooltip; "—" without a lookup.
+function cacheCell(r) {
+  const day = r.cache && r.cache.day;
+  const c = f.cacheSummary(day);
+  if (!c) return '—';
+  const title = `${f.count(day.hitTokensIn)} in · ${f.count(day.hitTokensOut)} out tokens served from the cache today`;
+  return h('div', { class: 'meter', title }, h('span', { class: 'value' }, c.text), h('small', { class: 'detail' }, c.detail));
+}
+
+function usageTable(id, rows, { withGroup, total, now, cache }) {
   const cols = [
     { key: 'name', label: withGroup ? 'User' : 'Group', value: (r) => r.name,
       cell: (r) => (r.kind === 'total' ? h('strong', {}, 'Total (all traffic)') : r.name) },
@@ -166,6 +176,11 @@ function usageTable(id, rows, { withGroup, total, now }) {
         return m;
       } });
   }
+  if (cache) {
+    cols.push({ key: 'cache', label: 'Cache hits / day', num: true,
+      value: (r) => { const c = f.cacheSummary(r.cache && r.cache.day); return c ? c.rate : null; },
+      cell: cacheCell });
+  }
   cols.push({ key: 'rej', label: 'Rejections today', num: true, value: (r) => r.rejectionsPerDay,
     cell: (r) => (r.rejectionsPerDay > 0 ? badge(f.count(r.rejectionsPerDay), 'bad') : '0') });
   cols.push({ key: 'seen', label: 'Last seen', value: (r) => r.lastSeen,
@@ -181,11 +196,13 @@ const usage = {
   },
   render({ u }, state) {
     const now = Date.parse(u.time) || Date.now();
+    const cache = f.cacheInUse(u);
     return h('div', {},
       h('p', { class: 'muted' }, `Current UTC windows, read ${f.utc(u.time)} from replica ${dash(u.replica)}. `,
-        'Bars show usage against the limits that are set; the total counts all LLM traffic (admin calls excluded).'),
-      section('Users', usageTable('usage-users', u.users || [], { withGroup: true, now })),
-      section('Groups', usageTable('usage-groups', u.groups || [], { withGroup: false, total: u.total, now })));
+        'Bars show usage against the limits that are set; the total counts all LLM traffic (admin calls excluded).',
+        cache ? ' Cache hits: the share of today\'s cache lookups answered from the response cache.' : ''),
+      section('Users', usageTable('usage-users', u.users || [], { withGroup: true, now, cache })),
+      section('Groups', usageTable('usage-groups', u.groups || [], { withGroup: false, total: u.total, now, cache })));
   },
 };
 

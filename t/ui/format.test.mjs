@@ -103,3 +103,24 @@ test('UTC buckets as labels', () => {
   assert.equal(f.bucketFull('20261125'), '2026-11-25 (UTC)');
   assert.equal(f.bucketFull('202611'), '2026-11 (UTC)');
 });
+
+test('the response cache: hit rate and counts of a window, "—" without a lookup', () => {
+  assert.deepEqual(f.cacheSummary({ hits: 2, misses: 1, hitTokensIn: 30, hitTokensOut: 12, hitRate: 2 / 3 }),
+    { rate: 2 / 3, text: '66%', detail: '2 hits · 1 miss' });
+  assert.deepEqual(f.cacheSummary({ hits: 1, misses: 0 }), { rate: 1, text: '100%', detail: '1 hit · 0 misses' });
+  assert.deepEqual(f.cacheSummary({ hits: 0, misses: 1234, hitRate: 0 }), { rate: 0, text: '0%', detail: '0 hits · 1,234 misses' });
+  assert.equal(f.cacheSummary({ hits: 0, misses: 0, hitRate: null }), null);
+  for (const bad of [null, undefined, {}, 'x', { hits: -1, misses: 0 }, { hits: '3', misses: null }]) {
+    assert.equal(f.cacheSummary(bad), null);
+  }
+});
+
+test('the cache column is shown when any entry had a lookup this month', () => {
+  const none = { day: { hits: 0, misses: 0 }, month: { hits: 0, misses: 0 } };
+  const some = { day: { hits: 0, misses: 0 }, month: { hits: 0, misses: 3 } };
+  assert.equal(f.cacheInUse({ users: [{ cache: none }], groups: [{ cache: none }], total: { cache: none } }), false);
+  assert.equal(f.cacheInUse({ users: [{ cache: none }], groups: [], total: { cache: some } }), true);
+  assert.equal(f.cacheInUse({ users: [{ cache: some }], groups: [] }), true);
+  assert.equal(f.cacheInUse({ users: [{}], groups: [{}], total: {} }), false);   // a gateway without the cache object
+  assert.equal(f.cacheInUse(null), false);
+});

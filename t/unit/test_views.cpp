@@ -1,6 +1,8 @@
 // The JSON documents rendered from plain data: exact bytes, field order.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "core/admin/views.h"
 #include "core/metering/keys.h"
 
@@ -50,6 +52,60 @@ TEST(Views, UsageOfAnEmptyDirectory) {
               R"({"kind":"total","name":"all","requestsPerMinute":0,"requestsPerDay":3,"tokensInPerDay":0,)"
               R"("tokensOutPerDay":0,"tokensInPerMonth":0,"tokensOutPerMonth":0,"costPerDayMicroUsd":0,)"
               R"("costPerMonthMicroUsd":0,"rejectionsPerDay":0,"lastSeen":"2026-11-27T12:00:00Z","limits":{}}})");
+}
+
+// The response cache's counters: a "cache" object last in each entry, a day
+// and a month window each, the hit rate null without a lookup.
+TEST(Views, UsageCacheObject) {
+    Directory dir;
+    UserConf u;
+    u.name = "al";
+    u.group = "eng";
+    ASSERT_EQ(dir.add_user(u), "");
+    dir.close();
+    std::vector<std::int64_t> v(3 * kUsageSlots, 0);
+    std::vector<std::int64_t> cache(3 * kUsageCacheSlots, 0);
+    // al: today 2 hits and 1 miss, this month 3 and 1; eng: none; total: a miss only.
+    const std::int64_t al[kUsageCacheSlots] = {2, 1, 30, 12, 3, 1, 45, 18};
+    std::copy(al, al + kUsageCacheSlots, cache.begin());
+    cache[2 * kUsageCacheSlots + kCacheMissesDay] = 1;
+    cache[2 * kUsageCacheSlots + kCacheMissesMonth] = 1;
+    const std::string out = render_usage(dir, 1795780800, v, "r", {}, cache);
+    EXPECT_NE(out.find(R"("lastSeen":null,"limits":{},"cache":{)"
+                       R"("day":{"hits":2,"misses":1,"hitTokensIn":30,"hitTokensOut":12,"hitRate":0.6666666666666666},)"
+                       R"("month":{"hits":3,"misses":1,"hitTokensIn":45,"hitTokensOut":18,"hitRate":0.75}}})"),
+              std::string::npos)
+        << out;
+    EXPECT_NE(out.find(R"({"kind":"group","name":"eng",)"), std::string::npos);
+    EXPECT_NE(out.find(R"("limits":{},"cache":{)"
+                       R"("day":{"hits":0,"misses":0,"hitTokensIn":0,"hitTokensOut":0,"hitRate":null},)"
+                       R"("month":{"hits":0,"misses":0,"hitTokensIn":0,"hitTokensOut":0,"hitRate":null}}}],"total")"),
+              std::string::npos)
+        << out;
+    EXPECT_NE(out.find(R"("total":{"kind":"total","name":"all",)"), std::string::npos);
+    const std::string total = out.substr(out.find(R"("total":{)"));
+    EXPECT_EQ(total.substr(total.find(R"("cache")")),
+              R"("cache":{"day":{"hits":0,"misses":1,"hitTokensIn":0,"hitTokensOut":0,"hitRate":0.0},)"
+              R"("month":{"hits":0,"misses":1,"hitTokensIn":0,"hitTokensOut":0,"hitRate":0.0}}}})");
+    // All hits: 1.0.
+    cache[kCacheMissesDay] = 0;
+    EXPECT_NE(render_usage(dir, 1795780800, v, "r", {}, cache).find(R"("hitTokensOut":12,"hitRate":1.0})"),
+              std::string::npos);
+    // Not read (another size): no cache object; the other fields as before.
+    const std::string without = render_usage(dir, 1795780800, v, "r", {}, std::vector<std::int64_t>(5, 1));
+    EXPECT_EQ(without.find("cache"), std::string::npos);
+    EXPECT_EQ(without, render_usage(dir, 1795780800, v, "r"));
+}
+
+TEST(Views, UsageCacheKeys) {
+    std::vector<std::string> keys;
+    append_usage_cache_keys("user", "al", 1795780800, keys);   // 2026-11-27T12:00:00Z
+    EXPECT_EQ(keys, (std::vector<std::string>{
+                        "llmgw:user:al:chit:day:20261127", "llmgw:user:al:cmiss:day:20261127",
+                        "llmgw:user:al:chitin:day:20261127", "llmgw:user:al:chitout:day:20261127",
+                        "llmgw:user:al:chit:month:202611", "llmgw:user:al:cmiss:month:202611",
+                        "llmgw:user:al:chitin:month:202611", "llmgw:user:al:chitout:month:202611"}));
+    ASSERT_EQ(keys.size(), static_cast<std::size_t>(kUsageCacheSlots));
 }
 
 TEST(Views, UsageShortValuesReadAsZero) {

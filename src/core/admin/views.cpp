@@ -7,6 +7,7 @@
 
 #include "core/admin/limits_json.h"
 #include "core/json/writer.h"
+#include "core/metering/accounting.h"
 #include "core/metering/keys.h"
 
 namespace llmgw {
@@ -18,8 +19,24 @@ void model_entry(JsonWriter& w, std::string_view id, std::string_view owner) {
     w.field("owned_by", owner).end_object();
 }
 
+// One window of a scope's cache counters: hits, misses, the tokens served
+// from the cache, the hit rate (null without a lookup).
+void cache_window(JsonWriter& w, std::string_view name, std::int64_t hits, std::int64_t misses, std::int64_t in,
+                  std::int64_t out) {
+    w.key(name).begin_object().field("hits", hits).field("misses", misses);
+    w.field("hitTokensIn", in).field("hitTokensOut", out).key("hitRate");
+    const std::int64_t h = std::max<std::int64_t>(hits, 0), lookups = h + std::max<std::int64_t>(misses, 0);
+    if (lookups > 0) {
+        w.real(static_cast<double>(h) / static_cast<double>(lookups));
+    } else {
+        w.null();
+    }
+    w.end_object();
+}
+
 void usage_entry(JsonWriter& w, const char* kind, const std::string& id, const std::string* group,
-                 const Limits* limits, const std::int64_t* v, const std::int64_t* reserved) {
+                 const Limits* limits, const std::int64_t* v, const std::int64_t* reserved,
+                 const std::int64_t* cache) {
     w.begin_object().field("kind", kind).field("name", id);
     if (group != nullptr) w.field("group", *group);
     w.field("requestsPerMinute", v[kUsageReqMin]);
@@ -37,6 +54,13 @@ void usage_entry(JsonWriter& w, const char* kind, const std::string& id, const s
     }
     w.key("lastSeen").time(v[kUsageSeen]);
     write_limits(w, limits);
+    if (cache != nullptr) {
+        w.key("cache").begin_object();
+        cache_window(w, "day", cache[kCacheHitsDay], cache[kCacheMissesDay], cache[kCacheInDay], cache[kCacheOutDay]);
+        cache_window(w, "month", cache[kCacheHitsMonth], cache[kCacheMissesMonth], cache[kCacheInMonth],
+                     cache[kCacheOutMonth]);
+        w.end_object();
+    }
     w.end_object();
 }
 
@@ -77,14 +101,30 @@ std::string render_models(const GatewayConfig& cfg, const std::vector<std::vecto
     return w.take();
 }
 
+void append_usage_cache_keys(std::string_view kind, std::string_view id, std::time_t now,
+                             std::vector<std::string>& out) {
+    static constexpr Metric kCounters[] = {kMetricHit, kMetricMiss, kMetricHitIn, kMetricHitOut};
+    for (Window win : {Window::Day, Window::Month}) {
+        const std::string b = bucket(win, now);
+        for (Metric m : kCounters) out.push_back(counter_key(kind, id, metric_name(m), win, b));
+    }
+}
+
 std::string render_usage(const Directory& dir, std::time_t now, const std::vector<std::int64_t>& values,
-                         const std::string& replica, const std::vector<std::int64_t>& reserved) {
+                         const std::string& replica, const std::vector<std::int64_t>& reserved,
+                         const std::vector<std::int64_t>& cache) {
     const std::size_t scopes = dir.users().size() + dir.groups().size() + 1;
     const std::size_t need = scopes * kUsageSlots;
     const std::int64_t* rv = reserved.size() == 2 * scopes ? reserved.data() : nullptr;
+    const std::int64_t* cv = cache.size() == kUsageCacheSlots * scopes ? cache.data() : nullptr;
     auto next_reserved = [&rv]() {
         const std::int64_t* at = rv;
         if (rv != nullptr) rv += 2;
+        return at;
+    };
+    auto next_cache = [&cv]() {
+        const std::int64_t* at = cv;
+        if (cv != nullptr) cv += kUsageCacheSlots;
         return at;
     };
     std::vector<std::int64_t> padded;
@@ -97,16 +137,16 @@ std::string render_usage(const Directory& dir, std::time_t now, const std::vecto
     JsonWriter w;
     w.begin_object().key("time").time(now).field("replica", replica).key("users").begin_array();
     for (const auto& u : dir.users()) {
-        usage_entry(w, "user", u.name, &u.group, &u.limits, v, next_reserved());
+        usage_entry(w, "user", u.name, &u.group, &u.limits, v, next_reserved(), next_cache());
         v += kUsageSlots;
     }
     w.end_array().key("groups").begin_array();
     for (const auto& g : dir.groups()) {
-        usage_entry(w, "group", g.name, nullptr, &g.limits, v, next_reserved());
+        usage_entry(w, "group", g.name, nullptr, &g.limits, v, next_reserved(), next_cache());
         v += kUsageSlots;
     }
     w.end_array().key("total");
-    usage_entry(w, "total", "all", nullptr, nullptr, v, next_reserved());
+    usage_entry(w, "total", "all", nullptr, nullptr, v, next_reserved(), next_cache());
     w.end_object();
     return w.take();
 }

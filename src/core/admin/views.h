@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <ctime>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/config/gwconfig.h"
@@ -22,13 +23,29 @@ std::string render_models(const GatewayConfig& cfg,
                           const std::vector<std::vector<std::string>>& discovered = {},
                           std::string_view group = {});
 
+// The response cache's counters the usage view reads for one scope, in
+// this order: chit, cmiss, chitin, chitout (core/metering/accounting.h) of
+// the current UTC day, then of the current UTC month.
+enum UsageCacheSlot {
+    kCacheHitsDay, kCacheMissesDay, kCacheInDay, kCacheOutDay,
+    kCacheHitsMonth, kCacheMissesMonth, kCacheInMonth, kCacheOutMonth, kUsageCacheSlots
+};
+void append_usage_cache_keys(std::string_view kind, std::string_view id, std::time_t now,
+                             std::vector<std::string>& out);
+
 // values: kUsageSlots values (core/metering/keys.h order) per user, per
 // group, then for the total, as read from the keys of append_usage_keys.
 // reserved (llm_gateway_budget_mode reserve): two values per scope in the
 // same order, the tokens and the micro-USD its live reservations hold,
 // shown as reservedTokens and reservedCostMicroUsd; empty: not shown.
+// cache: kUsageCacheSlots values per scope in the same order (the keys of
+// append_usage_cache_keys), shown as each entry's last field, "cache":
+// {"day":{...},"month":{...}}, each window with hits, misses, hitTokensIn,
+// hitTokensOut and hitRate (hits / (hits + misses); null when both are 0);
+// any other size: not shown.
 std::string render_usage(const Directory& dir, std::time_t now, const std::vector<std::int64_t>& values,
-                         const std::string& replica, const std::vector<std::int64_t>& reserved = {});
+                         const std::string& replica, const std::vector<std::int64_t>& reserved = {},
+                         const std::vector<std::int64_t>& cache = {});
 
 struct OverviewStore {
     bool shared = false;           // a Redis store; false: shared memory only

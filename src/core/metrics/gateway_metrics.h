@@ -41,7 +41,9 @@ struct MetricsInput {
 
 // The keys of one scrape's batch: the usage keys of every user, group and
 // total (core/metering/keys.h), then per provider its attempts and failures
-// this month, then per model (model_label) its four metrics this month.
+// this month, then per model (model_label) its four metrics this month, then
+// the response cache's four counters this month (chit, cmiss, chitin,
+// chitout) per user, group and total, then per model.
 std::vector<std::string> metrics_keys(const Directory& dir, const GatewayConfig& cfg,
                                       const std::vector<std::string>& models, std::time_t now);
 

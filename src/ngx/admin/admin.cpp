@@ -96,7 +96,12 @@ ngx_int_t usage(ngx_http_request_t* r, RequestCtx* ctx) {
     for (const auto& g : dir.groups()) append_usage_keys("group", g.name, now, *keys);
     append_usage_keys("total", "all", now, *keys);
     const std::size_t n = keys->size();
-    // Reservations: each scope's live reserved counters, after the usage.
+    // The response cache's counters, after the usage.
+    for (const auto& u : dir.users()) append_usage_cache_keys("user", u.name, now, *keys);
+    for (const auto& g : dir.groups()) append_usage_cache_keys("group", g.name, now, *keys);
+    append_usage_cache_keys("total", "all", now, *keys);
+    const std::size_t nc = keys->size();
+    // Reservations: each scope's live reserved counters, after the cache's.
     const std::int64_t ttl = main_conf(r)->reserve_ttl;
     if (ttl > 0) {
         auto reserved = [&](std::string_view kind, std::string_view id) {
@@ -108,17 +113,20 @@ ngx_int_t usage(ngx_http_request_t* r, RequestCtx* ctx) {
     }
     const std::size_t all = keys->size();
     return read_then(r, ctx, counter_store(main_conf(r)), keys,
-                     [r, ctx, now, n, all](const StoreReply& reply, const std::vector<std::int64_t>& values) {
+                     [r, ctx, now, n, nc, all](const StoreReply& reply, const std::vector<std::int64_t>& values) {
                          if (reply.status != StoreStatus::Ok || values.size() != all) return store_unreadable(r);
                          std::vector<std::int64_t> reserved;
-                         for (std::size_t i = n; i + kReserveSlots <= all; i += kReserveSlots) {
+                         for (std::size_t i = nc; i + kReserveSlots <= all; i += kReserveSlots) {
                              std::int64_t sum = 0;
                              for (int k = 0; k < kReserveSlots; ++k) sum += std::max<std::int64_t>(values[i + k], 0);
                              reserved.push_back(sum);
                          }
                          std::vector<std::int64_t> usage(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(n));
+                         std::vector<std::int64_t> cache(values.begin() + static_cast<std::ptrdiff_t>(n),
+                                                         values.begin() + static_cast<std::ptrdiff_t>(nc));
                          return send_json(r, NGX_HTTP_OK,
-                                          render_usage(*ctx->auth.directory, now, usage, main_conf(r)->state->replica, reserved));
+                                          render_usage(*ctx->auth.directory, now, usage, main_conf(r)->state->replica,
+                                                       reserved, cache));
                      });
 }
 
