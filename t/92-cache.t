@@ -52,6 +52,7 @@ my $conf = GwConf::gateway(
     api_extra => "llm_gateway_cache zone=llm; access_log logs/cache.log cache;",
     server => join("\n    ",
         "location /admin { llm_gateway_admin; }",
+        "location = /metrics { llm_gateway_metrics model_label=on; }",
         "location /shared/v1/ { llm_gateway; llm_gateway_cache zone=llm scope=shared tool_calls=on max_temperature=0.5; access_log logs/cache.log cache; }",
         "location /engonly/v1/ { llm_gateway; llm_gateway_cache zone=llm groups=eng; access_log logs/cache.log cache; }",
         "location /off/v1/ { llm_gateway; access_log logs/cache.log cache; }",
@@ -193,7 +194,9 @@ subtest 'a hit is a request; its tokens count apart, at no cost' => sub {
     $mock->reset;
     skip_logged();
     my @F = qw(requestsPerDay tokensInPerDay tokensOutPerDay costPerDayMicroUsd);
-    my $before = GwMeter::fields(GwMeter::row(GwMeter::usage($ng), user => 'bob'), @F) || { map { $_ => 0 } @F };
+    my $row0 = GwMeter::row(GwMeter::usage($ng), user => 'bob');
+    my $before = GwMeter::fields($row0, @F) || { map { $_ => 0 } @F };
+    my $cache0 = ($row0 || {})->{cache}{day} || {};
     $_ //= 0 for values %$before;
     my $hit_re = qr/usage user="bob" model="oai\/gpt-4o-mini" prompt_tokens=11 completion_tokens=7 cost_micro_usd=0 \(cache hit\)/;
     my $hits_before = grep { $_ =~ $hit_re } split /\n/, $ng->error_log;
@@ -208,6 +211,17 @@ subtest 'a hit is a request; its tokens count apart, at no cost' => sub {
               'three requests; the provider\'s tokens and cost of the miss only (11*1 + 7*2 micro-USD)');
     is(scalar(grep { $_ =~ $hit_re } split /\n/, $ng->error_log) - $hits_before, 2,
        'two hits logged with their tokens, at no cost');
+    my $cache1 = $after->{cache}{day} || {};
+    is_deeply({ map { $_ => ($cache1->{$_} // 0) - ($cache0->{$_} // 0) } qw(hits misses hitTokensIn hitTokensOut) },
+              { hits => 2, misses => 1, hitTokensIn => 22, hitTokensOut => 14 },
+              'the usage view: two hits, one miss, the hits\' tokens apart');
+    my $rate = $cache1->{hits} / ($cache1->{hits} + $cache1->{misses});
+    is($cache1->{hitRate}, $rate, 'and the hit rate');
+    my $m = Gw::http(GET => $ng->url('/metrics'), headers => GwConf::bearer($GwMeter::ADMIN_KEY));
+    like($m->{body}, qr/^llmgateway_cache_requests_total\{scope_kind="user",scope="bob",result="hit"\} $cache1->{hits}$/m,
+         'Prometheus: bob\'s hits this month');
+    like($m->{body}, qr/^llmgateway_model_cache_tokens_total\{provider="oai",model="gpt-4o-mini",direction="out"\} [1-9]\d*$/m,
+         'Prometheus: per model, the completion tokens served from the cache');
 };
 
 subtest 'eviction: nginx\'s own inactive= and max_size=' => sub {
