@@ -12,7 +12,13 @@
 //    (cost_micros), with a model looked up (PriceTable::find);
 //  6 a secret reference (resolve_secret, describe_secret_ref), env: names
 //    resolving to a known value;
-//  7 a provider's Retry-After (parse_retry_after_ms).
+//  7 a provider's Retry-After (parse_retry_after_ms);
+//  8 llm_gateway_cache's arguments (split at spaces: parse_cache_settings)
+//    and a caller's Cache-Control (cache_control_bypasses): accepted
+//    settings in bounds (a zone, a temperature from 0 to 2, named groups);
+//  9 a provider's answer through the cache's tool-call marks
+//    (ToolCallScan, each answer format), whose verdict must not depend on
+//    how the answer is cut.
 // What must hold: no crash, no read past a bound; every parser answers yes
 // or no with a reason; what is accepted is in bounds (ports, databases,
 // limits and prices not negative, costs not negative and growing with the
@@ -25,10 +31,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/cache/cache_settings.h"
+#include "core/cache/tool_call_scan.h"
 #include "core/config/secret.h"
 #include "core/config/store_url.h"
 #include "core/metering/limits.h"
@@ -169,13 +179,47 @@ void secret(const std::string& ref_in) {
     }
 }
 
+void cache_settings(const std::string& text) {
+    std::vector<std::string_view> args;
+    std::string_view rest(text);
+    while (!rest.empty()) {
+        const std::size_t sp = rest.find(' ');
+        args.push_back(rest.substr(0, sp));
+        if (sp == std::string_view::npos) break;
+        rest.remove_prefix(sp + 1);
+    }
+    CacheSettings s;
+    std::string err;
+    if (parse_cache_settings(args, s, err)) {
+        FUZZ_CHECK(err.empty());
+        if (s.on) {
+            FUZZ_CHECK(!s.zone.empty() && s.max_temperature >= 0 && s.max_temperature <= 2);
+            for (const std::string& g : s.groups) FUZZ_CHECK(!g.empty());
+        }
+    } else {
+        FUZZ_CHECK(!err.empty());
+    }
+    (void)cache_control_bypasses(text);
+}
+
+void tool_call_scan(const std::uint8_t* data, std::size_t size) {
+    if (size < 2) return;
+    const auto wire = static_cast<AnswerWire>(data[0] % 5);
+    const std::size_t step = data[1] % 13 + 1;
+    const std::string_view body(reinterpret_cast<const char*>(data) + 2, size - 2);
+    ToolCallScan whole(wire), cut(wire);
+    whole.feed(body);
+    for (std::size_t i = 0; i < body.size(); i += step) cut.feed(body.substr(i, step));
+    FUZZ_CHECK(whole.found() == cut.found());
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     if (size < 1) return 0;
     const std::string text(reinterpret_cast<const char*>(data) + 1, size - 1);
     std::string err, out;
-    switch (data[0] % 8) {
+    switch (data[0] % 10) {
     case 0: store_url(text); break;
     case 1: {
         const std::size_t cut = text.find('\0');
@@ -200,7 +244,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         (void)describe_secret_ref(text);
         secret(text);
         break;
-    default: (void)parse_retry_after_ms(text, 1764288000); break;
+    case 7: (void)parse_retry_after_ms(text, 1764288000); break;
+    case 8: cache_settings(text); break;
+    default: tool_call_scan(data + 1, size - 1); break;
     }
     return 0;
 }

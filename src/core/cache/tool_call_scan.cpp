@@ -17,8 +17,11 @@ constexpr Marker kResponses[] = {{"\"function_call\"", false},
 constexpr Marker kAnthropic[] = {{"\"tool_use\"", false}};
 constexpr Marker kGemini[] = {{"\"functionCall\"", true}};
 
-// Longest marker plus the white space allowed around its colon.
+// White space a mark allows on each side of its colon (a pretty-printed
+// answer has one); the tail keeps the longest mark with "type" and its colon.
+constexpr std::size_t kMaxSpace = 16;
 constexpr std::size_t kTail = 64;
+static_assert(kTail >= 18 + 6 + 2 * kMaxSpace + 1, "a mark and its context fit in the tail");
 
 bool space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
 
@@ -28,7 +31,8 @@ bool any_marker(const Marker (&ms)[N], std::string_view text, bool more_may_foll
         for (std::size_t at = text.find(m.quoted); at != std::string_view::npos; at = text.find(m.quoted, at + 1)) {
             if (m.key) {
                 std::size_t i = at + m.quoted.size();
-                while (i < text.size() && space(text[i])) ++i;
+                const std::size_t end = i + kMaxSpace;
+                while (i < text.size() && i < end && space(text[i])) ++i;
                 if (i == text.size()) {
                     undecided = undecided || more_may_follow;
                     continue;
@@ -37,10 +41,12 @@ bool any_marker(const Marker (&ms)[N], std::string_view text, bool more_may_foll
             } else {
                 // The value of a "type" member.
                 std::size_t i = at;
-                while (i > 0 && space(text[i - 1])) --i;
+                std::size_t n = 0;
+                while (i > 0 && n < kMaxSpace && space(text[i - 1])) --i, ++n;
                 if (i == 0 || text[i - 1] != ':') continue;
                 --i;
-                while (i > 0 && space(text[i - 1])) --i;
+                n = 0;
+                while (i > 0 && n < kMaxSpace && space(text[i - 1])) --i, ++n;
                 constexpr std::string_view kType = "\"type\"";
                 if (i >= kType.size() && text.substr(i - kType.size(), kType.size()) == kType) return true;
             }
