@@ -114,20 +114,20 @@ ngx_int_t get_var(ngx_http_request_t* r, ngx_http_variable_value_t* v, uintptr_t
             // In the provider location's proxy_cache: the zone, or "off"
             // (nginx neither looks up nor stores).
             const Call* c = call_of_subrequest(r);
-            if (c == nullptr || c->cache.key.empty()) return set_value(v, "off", r);
-            return set_value(v, c->cache.settings->zone, r);
+            if (c == nullptr || !c->cache) return set_value(v, "off", r);
+            return set_value(v, c->cache->settings->zone, r);
         }
         case kKey: {
             const Call* c = call_of_subrequest(r);
-            if (c == nullptr || c->cache.key.empty()) break;
-            return set_value(v, c->cache.key, r);
+            if (c == nullptr || !c->cache) break;
+            return set_value(v, c->cache->key, r);
         }
         case kStatus: {
             const RequestCtx* ctx = get_ctx(r->main);
             if (ctx == nullptr || !ctx->cache.decided || ctx->cache.skip == CacheSkip::Off) break;
             if (ctx->cache.skip != CacheSkip::None) return set_value(v, "BYPASS", r);
             const Call* c = ctx->attempts.chosen;
-            const char* name = c != nullptr ? status_name(c->cache.status) : nullptr;
+            const char* name = c != nullptr && c->cache ? status_name(c->cache->status) : nullptr;
             if (name == nullptr) break;
             return set_value(v, name, r);
         }
@@ -174,18 +174,20 @@ bool cache_prepare(ngx_http_request_t* r, Call& call, ngx_chain_t* body) {
             p.body.emplace_back(reinterpret_cast<const char*>(cl->buf->pos), static_cast<std::size_t>(cl->buf->last - cl->buf->pos));
         }
     }
-    call.cache.key = cache_key(p);
-    if (call.cache.key.empty()) return false;
-    call.cache.settings = &s;
+    auto state = std::make_unique<Call::CacheState>();
+    state->key = cache_key(p);
+    if (state->key.empty()) return false;
+    state->settings = &s;
     ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0, "llm_gateway: cache: key %s for provider \"%s\"",
-                   call.cache.key.c_str(), log_value(call.provider->name).c_str());
+                   state->key.c_str(), log_value(call.provider->name).c_str());
+    call.cache = std::move(state);
     return true;
 }
 
 void cache_on_header(Call& call, ngx_http_request_t* sr) {
-    if (call.cache.key.empty() || sr->upstream == nullptr) return;
+    if (!call.cache || sr->upstream == nullptr) return;
     ngx_http_upstream_t* u = sr->upstream;
-    call.cache.status = u->cache_status;
+    call.cache->status = u->cache_status;
     ngx_log_debug2(NGX_LOG_DEBUG_HTTP, sr->connection->log, 0, "llm_gateway: cache: %s%s",
                    status_name(u->cache_status) != nullptr ? status_name(u->cache_status) : "not consulted",
                    u->cacheable && !sr->cached ? " (the answer may be stored)" : "");
@@ -194,14 +196,14 @@ void cache_on_header(Call& call, ngx_http_request_t* sr) {
     // may say proxy_buffering off (for streams): this call's is read
     // buffered (nginx looks at the flag after the header filters ran).
     u->buffering = 1;
-    if (!call.cache.settings->tool_calls) call.cache.scan = std::make_unique<ToolCallScan>(wire_of(call));
+    if (!call.cache->settings->tool_calls) call.cache->scan = std::make_unique<ToolCallScan>(wire_of(call));
 }
 
 void cache_on_bytes(Call& call, std::string_view bytes) {
-    if (!call.cache.scan || call.sr == nullptr || call.sr->upstream == nullptr) return;
-    call.cache.scan->feed(bytes);
-    if (!call.cache.scan->found()) return;
-    call.cache.scan.reset();
+    if (!call.cache || !call.cache->scan || call.sr == nullptr || call.sr->upstream == nullptr) return;
+    call.cache->scan->feed(bytes);
+    if (!call.cache->scan->found()) return;
+    call.cache->scan.reset();
     if (call.sr->upstream->cacheable) {
         // nginx neither renames its temporary file into the cache nor keeps it.
         call.sr->upstream->cacheable = 0;
@@ -211,8 +213,8 @@ void cache_on_bytes(Call& call, std::string_view bytes) {
 }
 
 CacheUse cache_use(const Call& call) {
-    if (call.cache.key.empty()) return CacheUse::None;
-    switch (call.cache.status) {
+    if (!call.cache) return CacheUse::None;
+    switch (call.cache->status) {
     case NGX_HTTP_CACHE_HIT:
     case NGX_HTTP_CACHE_STALE:
     case NGX_HTTP_CACHE_UPDATING:

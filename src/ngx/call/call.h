@@ -115,14 +115,15 @@ public:
     // value; 0: never). See deadline_passed().
     ngx_msec_t deadline = 0;
 
-    // The response cache (call/cache.h), set in start() when the request's
-    // answer may come from nginx's proxy_cache.
+    // The response cache (call/cache.h), made in start() only when the
+    // request's answer may come from nginx's proxy_cache (null: not cached).
     struct CacheState {
-        std::string key;                         // $llm_gateway_cache_key ("": not cached)
+        std::string key;                         // $llm_gateway_cache_key
         const CacheSettings* settings = nullptr;
         ngx_uint_t status = 0;                   // the subrequest's NGX_HTTP_CACHE_* (0: none)
         std::unique_ptr<ToolCallScan> scan;      // a miss being stored: does it call a tool?
-    } cache;
+    };
+    std::unique_ptr<CacheState> cache;
 
 private:
     static ngx_int_t done_handler(ngx_http_request_t* sr, void* data, ngx_int_t rc);
