@@ -19,10 +19,12 @@ use Time::HiRes ();
 use Gw;
 use GwConf;
 use GwMeter;
+use GwRedis;
 use Test::More;
 
 Gw::need_module();
 Gw::need_js_deps();
+GwRedis::need_redis();
 
 my %KEY = (alice => 'sk-cache-alice-1a2b', carol => 'sk-cache-carol-3c4d', bob => 'sk-cache-bob-5e6f');
 my %PKEY = (oai => 'sk-prov-oai-cache-1', claude => 'sk-ant-prov-cache-2', gem => 'AIzaProvCache3');
@@ -60,6 +62,7 @@ my $conf = GwConf::gateway(
         "location /small/v1/ { llm_gateway; llm_gateway_cache zone=small; access_log logs/cache.log cache; }"),
 );
 my $ng = Gw::Nginx->start(conf => $conf, workers => 1, vars => { MOCK => $mock->port });
+my $shm_ng = $ng;
 
 sub run_steps {
     my ($user, @steps) = @_;
@@ -299,6 +302,29 @@ subtest 'a cached 10 MB stream, read slowly: the worker does not hold it' => sub
     cmp_ok(abs($n2 - $n1), '<', 200, 'the hit relayed as much (the chunked framing aside)');
     diag("worker RSS: $base kB before the hit, $peak kB at most during it");
     cmp_ok($peak - $base, '<', 3 * 1024, 'the worker grew by less than 3 MB while relaying 10 MB from the cache');
+};
+
+subtest 'on Redis: a hit and a miss counted in the store' => sub {
+    my $rd = GwRedis->start();
+    (my $rconf = $conf) =~ s/^(llm_gateway_group eng;)/llm_gateway_store redis:\/\/127.0.0.1:%%REDIS%%\/0;\n$1/m;
+    $ng = Gw::Nginx->start(conf => $rconf, workers => 2, vars => { MOCK => $mock->port, REDIS => $rd->port });
+    $seen_lines = 0;
+    $mock->reset;
+    my %q = (extra => { messages => [{ role => 'user', content => 'on redis' }] });
+    chat('carol', %q) for 1 .. 3;
+    is_deeply(statuses(3), [qw(MISS HIT HIT)], 'a miss, then hits (the cache is nginx\'s, whatever the store)');
+    my $row;
+    Gw::wait_until(sub { $row = GwMeter::row(GwMeter::usage($ng), user => 'carol');
+                         $row && ($row->{requestsPerDay} // 0) >= 3 }, timeout => 5);
+    is_deeply(GwMeter::fields($row, qw(requestsPerDay tokensInPerDay tokensOutPerDay costPerDayMicroUsd)),
+              { requestsPerDay => 3, tokensInPerDay => 11, tokensOutPerDay => 7, costPerDayMicroUsd => 25 },
+              'Redis: three requests, the miss\'s tokens and cost');
+    is_deeply({ map { $_ => $row->{cache}{day}{$_} } qw(hits misses hitTokensIn hitTokensOut) },
+              { hits => 2, misses => 1, hitTokensIn => 22, hitTokensOut => 14 }, 'Redis: the cache counters');
+    like($rd->cli('KEYS', "llmgw:user:carol:chit:*"), qr/llmgw:user:carol:chit:/, 'the chit keys in Redis');
+    $ng->check_logs;
+    $ng->stop;
+    $ng = $shm_ng;
 };
 
 subtest 'nginx -t: what is wrong, and where' => sub {
