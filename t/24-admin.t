@@ -98,6 +98,8 @@ subtest 'admin traffic counts only against the admin user' => sub {
               'root\'s group "default": only plain\'s LLM request');
     is_deeply(GwMeter::fields(GwMeter::row($u[-1], user => 'root'), qw(tokensInPerDay tokensOutPerDay costPerDayMicroUsd)),
               { tokensInPerDay => 0, tokensOutPerDay => 0, costPerDayMicroUsd => 0 }, 'root: no tokens or cost');
+    ok(!exists $u[-1]{total}{cache} && !exists((GwMeter::row($u[-1], user => 'root') || {})->{cache}),
+       'no llm_gateway_cache: no cache object (its counters are not read)');
 };
 
 subtest "an admin's own limit applies to admin calls" => sub {

@@ -43,7 +43,9 @@ sub conf {
               . "llm_gateway_user root key=$ADMIN admin;\n"
               . "llm_gateway_user alice key=$KEY group=eng requests_per_day=100 tokens_per_day=1000;\n"
               . "llm_gateway_users_file $dir/users.json;\n"
-              . "llm_gateway_price oai/gpt-4o-mini input=0.15 output=0.6;\n",
+              . "llm_gateway_price oai/gpt-4o-mini input=0.15 output=0.6;\n"
+              # The response cache on: its families and the usage view's cache object.
+              . "proxy_cache_path %%TMP%%/cache keys_zone=llm:1m;\nllm_gateway_cache zone=llm;\n",
         server => "location = /metrics { llm_gateway_metrics $metrics; }\n"
                 . "    location = /open-metrics { llm_gateway_metrics allow=127.0.0.0/8; }\n"
                 . "    location /admin { llm_gateway_admin; }",

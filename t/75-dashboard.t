@@ -289,7 +289,9 @@ $ng->stop;
 
 subtest 'the response cache: hit rate and hits per scope, a dash without a lookup' => sub {
     my $rd = GwRedis->start();
-    my $g = gateway(http => 'llm_gateway_store redis://127.0.0.1:' . $rd->port . ";\n");
+    # The cache on (docs/cache.md): the usage view reads its counters.
+    my $g = gateway(http => 'llm_gateway_store redis://127.0.0.1:' . $rd->port . ";\n"
+                          . "proxy_cache_path %%TMP%%/cache keys_zone=llm:1m;\nllm_gateway_cache zone=llm;\n");
     # The counters accounting writes for alice's requests (docs/cache.md): today
     # and this month 2 hits and 1 miss, in her scope, her group's and the total.
     sleep 1 while GwMeter::secs_to_midnight() < 60;

@@ -81,6 +81,7 @@ TEST(GatewayMetrics, StoreBackedSeriesOmittedWhenTheStoreWasNotRead) {
     in.store_up = false;
     in.health = {{"oai", true, "open"}};
     in.rejections = {{"user", "al\"ice", 4}};
+    in.cache = true;
     const std::string down = render_metrics(in);
     EXPECT_EQ(down.find("llmgateway_requests_total{"), std::string::npos);
     EXPECT_NE(down.find("# TYPE llmgateway_requests_total counter\n"), std::string::npos);
@@ -90,7 +91,7 @@ TEST(GatewayMetrics, StoreBackedSeriesOmittedWhenTheStoreWasNotRead) {
 
     in.store_read = true;
     in.store_up = true;
-    const auto keys = metrics_keys(dir, cfg, {}, 1767225600);
+    const auto keys = metrics_keys(dir, cfg, {}, 1767225600, true);
     // users (1) + groups (default, implicit) + total, kUsageSlots each, then 2 per provider,
     // then the cache's 4 per scope
     ASSERT_EQ(keys.size(), 3 * kUsageSlots + 2 + 3 * 4);
@@ -130,7 +131,7 @@ TEST(GatewayMetrics, CacheFamiliesPerScopeAndPerModel) {
     ASSERT_EQ(dir.add_user(u), "");
     dir.close();
     const std::vector<std::string> models = {"oai/gpt-4o-mini"};
-    const auto keys = metrics_keys(dir, cfg, models, 1767225600);   // 2026-01-01
+    const auto keys = metrics_keys(dir, cfg, models, 1767225600, true);   // 2026-01-01
     // 3 scopes (alice, eng, total), 1 provider, 1 model; then the cache's keys.
     const std::size_t cache_at = 3 * kUsageSlots + 2 + 4;
     ASSERT_EQ(keys.size(), cache_at + 4 * 4);
@@ -148,6 +149,7 @@ TEST(GatewayMetrics, CacheFamiliesPerScopeAndPerModel) {
     in.directory = &dir;
     in.config = &cfg;
     in.models = models;
+    in.cache = true;
     in.store_read = true;
     in.values.assign(keys.size(), 0);
     const std::int64_t alice[] = {3, 1, 40, 12}, total[] = {5, 2, 70, 20}, model[] = {4, 2, 60, 18};
@@ -198,11 +200,22 @@ TEST(GatewayMetrics, CacheFamiliesPerScopeAndPerModel) {
 
     // Without model_label: the per-model families are not declared at all.
     in.models.clear();
-    in.values.assign(metrics_keys(dir, cfg, {}, 1767225600).size(), 0);
+    in.values.assign(metrics_keys(dir, cfg, {}, 1767225600, true).size(), 0);
     const std::string plain = render_metrics(in);
     EXPECT_EQ(plain.find("llmgateway_model_cache"), std::string::npos);
     EXPECT_NE(plain.find("llmgateway_cache_requests_total{scope_kind=\"total\",scope=\"all\",result=\"hit\"} 0\n"),
               std::string::npos);
+
+    // No llm_gateway_cache anywhere: neither the cache's keys nor its families.
+    in.cache = false;
+    in.models = models;
+    const auto bare = metrics_keys(dir, cfg, models, 1767225600, false);
+    EXPECT_EQ(bare.size(), cache_at);
+    in.values.assign(bare.size(), 1);
+    const std::string off = render_metrics(in);
+    EXPECT_EQ(off.find("llmgateway_cache_"), std::string::npos);
+    EXPECT_EQ(off.find("llmgateway_model_cache_"), std::string::npos);
+    EXPECT_NE(off.find("llmgateway_model_requests_total{provider=\"oai\",model=\"gpt-4o-mini\"} 1\n"), std::string::npos);
 }
 
 }  // namespace

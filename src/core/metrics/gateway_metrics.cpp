@@ -35,7 +35,7 @@ double ratio(std::int64_t used, std::int64_t limit) { return static_cast<double>
 }  // namespace
 
 std::vector<std::string> metrics_keys(const Directory& dir, const GatewayConfig& cfg,
-                                      const std::vector<std::string>& models, std::time_t now) {
+                                      const std::vector<std::string>& models, std::time_t now, bool cache) {
     std::vector<std::string> keys;
     for (const ScopeRef& s : scopes_of(dir)) append_usage_keys(s.kind, *s.id, now, keys);
     const std::string month = bucket(Window::Month, now);
@@ -46,6 +46,7 @@ std::vector<std::string> metrics_keys(const Directory& dir, const GatewayConfig&
     for (const auto& m : models) {
         for (const char* metric : kModelMetrics) keys.push_back(counter_key("model", m, metric, Window::Month, month));
     }
+    if (!cache) return keys;
     for (const ScopeRef& s : scopes_of(dir)) {
         for (Metric metric : kCacheMetrics) keys.push_back(counter_key(s.kind, *s.id, metric_name(metric), Window::Month, month));
     }
@@ -63,12 +64,14 @@ std::string render_metrics(const MetricsInput& in) {
              "Tokens counted per scope and direction in the current UTC month (resets at the month's start).");
     x.family("llmgateway_cost_micro_usd_total", "counter",
              "Cost counted per scope in micro-USD in the current UTC month (resets at the month's start).");
-    x.family("llmgateway_cache_requests_total", "counter",
-             "Requests answered from the response cache (hit) or that it missed (miss) per scope in the current UTC "
-             "month (resets at the month's start).");
-    x.family("llmgateway_cache_tokens_total", "counter",
-             "Tokens of the answers served from the response cache per scope and direction in the current UTC month "
-             "(resets at the month's start).");
+    if (in.cache) {
+        x.family("llmgateway_cache_requests_total", "counter",
+                 "Requests answered from the response cache (hit) or that it missed (miss) per scope in the current UTC "
+                 "month (resets at the month's start).");
+        x.family("llmgateway_cache_tokens_total", "counter",
+                 "Tokens of the answers served from the response cache per scope and direction in the current UTC month "
+                 "(resets at the month's start).");
+    }
     x.family("llmgateway_budget_consumed_ratio", "gauge",
              "Used share of each limit of each limited scope in its current window.");
     x.family("llmgateway_provider_attempts_total", "counter",
@@ -79,10 +82,13 @@ std::string render_metrics(const MetricsInput& in) {
         x.family("llmgateway_model_requests_total", "counter", "Requests served per provider and model this month.");
         x.family("llmgateway_model_tokens_total", "counter", "Tokens per provider, model and direction this month.");
         x.family("llmgateway_model_cost_micro_usd_total", "counter", "Cost per provider and model this month.");
-        x.family("llmgateway_model_cache_requests_total", "counter",
-                 "Requests answered from the response cache (hit) or that it missed (miss) per provider and model this month.");
-        x.family("llmgateway_model_cache_tokens_total", "counter",
-                 "Tokens served from the response cache per provider, model and direction this month.");
+        if (in.cache) {
+            x.family("llmgateway_model_cache_requests_total", "counter",
+                     "Requests answered from the response cache (hit) or that it missed (miss) per provider and model "
+                     "this month.");
+            x.family("llmgateway_model_cache_tokens_total", "counter",
+                     "Tokens served from the response cache per provider, model and direction this month.");
+        }
     }
     x.family("llmgateway_provider_health", "gauge",
              "Provider health from its circuit breaker: 1 closed, 0.5 half-open, 0 open.");
@@ -94,7 +100,8 @@ std::string render_metrics(const MetricsInput& in) {
     const std::size_t usage_count = scopes.size() * kUsageSlots;
     const std::size_t providers = in.config ? in.config->providers().size() : 0;
     const std::size_t cache_at = usage_count + providers * 2 + in.models.size() * 4;
-    const bool have = in.store_read && in.values.size() == cache_at + (scopes.size() + in.models.size()) * kCacheSlots;
+    const std::size_t cache_n = in.cache ? (scopes.size() + in.models.size()) * kCacheSlots : 0;
+    const bool have = in.store_read && in.values.size() == cache_at + cache_n;
     if (have) {
         for (std::size_t i = 0; i < scopes.size(); ++i) {
             const std::int64_t* v = &in.values[i * kUsageSlots];
@@ -104,11 +111,13 @@ std::string render_metrics(const MetricsInput& in) {
             x.sample("llmgateway_tokens_total", {{"scope_kind", s.kind}, {"scope", *s.id}, {"direction", "in"}}, v[kUsageInMonth]);
             x.sample("llmgateway_tokens_total", {{"scope_kind", s.kind}, {"scope", *s.id}, {"direction", "out"}}, v[kUsageOutMonth]);
             x.sample("llmgateway_cost_micro_usd_total", base, v[kUsageCostMonth]);
-            const std::int64_t* c = &in.values[cache_at + i * kCacheSlots];
-            x.sample("llmgateway_cache_requests_total", {{"scope_kind", s.kind}, {"scope", *s.id}, {"result", "hit"}}, c[0]);
-            x.sample("llmgateway_cache_requests_total", {{"scope_kind", s.kind}, {"scope", *s.id}, {"result", "miss"}}, c[1]);
-            x.sample("llmgateway_cache_tokens_total", {{"scope_kind", s.kind}, {"scope", *s.id}, {"direction", "in"}}, c[2]);
-            x.sample("llmgateway_cache_tokens_total", {{"scope_kind", s.kind}, {"scope", *s.id}, {"direction", "out"}}, c[3]);
+            if (in.cache) {
+                const std::int64_t* c = &in.values[cache_at + i * kCacheSlots];
+                x.sample("llmgateway_cache_requests_total", {{"scope_kind", s.kind}, {"scope", *s.id}, {"result", "hit"}}, c[0]);
+                x.sample("llmgateway_cache_requests_total", {{"scope_kind", s.kind}, {"scope", *s.id}, {"result", "miss"}}, c[1]);
+                x.sample("llmgateway_cache_tokens_total", {{"scope_kind", s.kind}, {"scope", *s.id}, {"direction", "in"}}, c[2]);
+                x.sample("llmgateway_cache_tokens_total", {{"scope_kind", s.kind}, {"scope", *s.id}, {"direction", "out"}}, c[3]);
+            }
             if (s.limits == nullptr) continue;
             const Limits& l = *s.limits;
             auto gauge = [&](const char* limit, std::int64_t used, std::int64_t max) {
@@ -138,6 +147,7 @@ std::string render_metrics(const MetricsInput& in) {
             x.sample("llmgateway_model_tokens_total", {{"provider", provider}, {"model", model}, {"direction", "in"}}, v[1]);
             x.sample("llmgateway_model_tokens_total", {{"provider", provider}, {"model", model}, {"direction", "out"}}, v[2]);
             x.sample("llmgateway_model_cost_micro_usd_total", pm, v[3]);
+            if (!in.cache) continue;
             const std::int64_t* c = &in.values[cache_at + (scopes.size() + i) * kCacheSlots];
             x.sample("llmgateway_model_cache_requests_total", {{"provider", provider}, {"model", model}, {"result", "hit"}}, c[0]);
             x.sample("llmgateway_model_cache_requests_total", {{"provider", provider}, {"model", model}, {"result", "miss"}}, c[1]);

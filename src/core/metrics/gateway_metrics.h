@@ -37,15 +37,19 @@ struct MetricsInput {
     std::vector<std::string> models;     // model_label: the canonical ids read
     std::vector<ProviderGauge> health;
     std::vector<RejectionCount> rejections;
+    // The response cache is on somewhere (an llm_gateway_cache with zone=):
+    // its families are shown and their keys are in the batch.
+    bool cache = false;
 };
 
 // The keys of one scrape's batch: the usage keys of every user, group and
 // total (core/metering/keys.h), then per provider its attempts and failures
 // this month, then per model (model_label) its four metrics this month, then
 // the response cache's four counters this month (chit, cmiss, chitin,
-// chitout) per user, group and total, then per model.
+// chitout) per user, group and total, then per model: only with cache (an
+// llm_gateway_cache turns the cache on somewhere).
 std::vector<std::string> metrics_keys(const Directory& dir, const GatewayConfig& cfg,
-                                      const std::vector<std::string>& models, std::time_t now);
+                                      const std::vector<std::string>& models, std::time_t now, bool cache);
 
 std::string render_metrics(const MetricsInput& in);
 

@@ -96,10 +96,14 @@ ngx_int_t usage(ngx_http_request_t* r, RequestCtx* ctx) {
     for (const auto& g : dir.groups()) append_usage_keys("group", g.name, now, *keys);
     append_usage_keys("total", "all", now, *keys);
     const std::size_t n = keys->size();
-    // The response cache's counters, after the usage.
-    for (const auto& u : dir.users()) append_usage_cache_keys("user", u.name, now, *keys);
-    for (const auto& g : dir.groups()) append_usage_cache_keys("group", g.name, now, *keys);
-    append_usage_cache_keys("total", "all", now, *keys);
+    // The response cache's counters, after the usage, where the cache is on
+    // somewhere (else the view has no cache object and the read its 10 keys
+    // per scope).
+    if (!main_conf(r)->state->caches.empty()) {
+        for (const auto& u : dir.users()) append_usage_cache_keys("user", u.name, now, *keys);
+        for (const auto& g : dir.groups()) append_usage_cache_keys("group", g.name, now, *keys);
+        append_usage_cache_keys("total", "all", now, *keys);
+    }
     const std::size_t nc = keys->size();
     // Reservations: each scope's live reserved counters, after the cache's.
     const std::int64_t ttl = main_conf(r)->reserve_ttl;

@@ -36,6 +36,7 @@ MetricsInput local_input(MainConf* mcf, const Directory& dir) {
         in.health.push_back(g);
     }
     in.rejections = rejection_counts(mcf);
+    in.cache = !st.caches.empty();
     return in;
 }
 
@@ -57,7 +58,7 @@ ngx_int_t metrics_handler(ngx_http_request_t* r, RequestCtx* ctx) {
             for (const auto& m : p.models) in->models.push_back(p.name + "/" + m);
         }
     }
-    auto keys = std::make_shared<std::vector<std::string>>(metrics_keys(*dir, mcf->state->config, in->models, ngx_time()));
+    auto keys = std::make_shared<std::vector<std::string>>(metrics_keys(*dir, mcf->state->config, in->models, ngx_time(), in->cache));
     const std::size_t n = keys->size();
     return read_then(r, ctx, counter_store(mcf), keys,
                      [r, in, dir, n](const StoreReply& reply, const std::vector<std::int64_t>& values) {
