@@ -10,7 +10,6 @@
 #include <rapidjson/document.h>
 
 #include "core/json/read.h"
-#include "core/json/scratch.h"
 
 #include "core/codec/anthropic_wire.h"
 #include "core/codec/json_copy.h"
@@ -25,22 +24,11 @@ constexpr std::size_t kMaxBlocks = 4096;
 
 using json::count;
 using json::get;
+using json::get_str;
 using json::sv;
 
-const rj::Value* get_str(const rj::Value& o, const char* name) {
-    const rj::Value* v = get(o, name);
-    return v != nullptr && v->IsString() ? v : nullptr;
-}
-
 // Parses into this thread's scratch document (valid until the next parse).
-const rj::Document* parse(std::string_view s, std::string& err) {
-    const rj::Document* d = parse_scratch_object(s, err);
-    if (d != nullptr && !json_depth_at_most(*d, kMaxDepth)) {
-        err = "JSON nested too deeply";
-        return nullptr;
-    }
-    return d;
-}
+const rj::Document* parse(std::string_view s, std::string& err) { return parse_scratch_bounded(s, kMaxDepth, err); }
 
 std::int64_t sat_add(std::int64_t a, std::int64_t b) { return a > INT64_MAX - b ? INT64_MAX : a + b; }
 

@@ -1,5 +1,7 @@
 #include "core/codec/json_copy.h"
 
+#include "core/json/scratch.h"
+
 #include <string_view>
 
 namespace llmgw {
@@ -15,6 +17,15 @@ bool json_depth_at_most(const rapidjson::Value& v, int max) {
             if (!json_depth_at_most(e, max - 1)) return false;
     }
     return true;
+}
+
+const rapidjson::Document* parse_scratch_bounded(std::string_view s, int max_depth, std::string& err) {
+    const rapidjson::Document* d = parse_scratch_object(s, err);
+    if (d != nullptr && !json_depth_at_most(*d, max_depth)) {
+        err = "JSON nested too deeply";
+        return nullptr;
+    }
+    return d;
 }
 
 void json_copy(JsonWriter& w, const rapidjson::Value& v) {

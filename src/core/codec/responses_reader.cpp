@@ -10,7 +10,6 @@
 #include "core/codec/json_copy.h"
 #include "core/codec/responses_wire.h"
 #include "core/json/read.h"
-#include "core/json/scratch.h"
 
 namespace llmgw {
 namespace {
@@ -22,21 +21,11 @@ constexpr std::size_t kMaxCalls = 4096;
 
 using json::count;
 using json::get;
+using json::get_str;
 using json::sv;
 
-const rj::Value* get_str(const rj::Value& o, const char* name) {
-    const rj::Value* v = get(o, name);
-    return v != nullptr && v->IsString() ? v : nullptr;
-}
-
-const rj::Document* parse(std::string_view s, std::string& err) {
-    const rj::Document* d = parse_scratch_object(s, err);
-    if (d != nullptr && !json_depth_at_most(*d, kMaxDepth)) {
-        err = "JSON nested too deeply";
-        return nullptr;
-    }
-    return d;
-}
+// Parses into this thread's scratch document (valid until the next parse).
+const rj::Document* parse(std::string_view s, std::string& err) { return parse_scratch_bounded(s, kMaxDepth, err); }
 
 // usage: input_tokens (cached included), output_tokens (reasoning included),
 // input_tokens_details.cached_tokens, output_tokens_details.reasoning_tokens.

@@ -33,11 +33,6 @@ std::string quoted(std::string_view name) {
     return "\"" + scrub_secrets(s) + "\"";
 }
 
-const rj::Value* str_member(const rj::Value& o, const char* name) {
-    const rj::Value* v = get(o, name);
-    return v != nullptr && v->IsString() ? v : nullptr;
-}
-
 struct Call {
     std::string id, name, arguments;
 };
@@ -151,7 +146,7 @@ private:
     }
 
     bool message(const rj::Value& item, const std::string& path) {
-        const rj::Value* role = str_member(item, "role");
+        const rj::Value* role = json::get_str(item, "role");
         const std::string_view r = role != nullptr ? sv(*role) : std::string_view();
         if (r != "user" && r != "assistant" && r != "system" && r != "developer")
             return fail(path + ".role must be \"user\", \"assistant\", \"system\" or \"developer\"");
@@ -170,15 +165,15 @@ private:
         std::size_t j = 0;
         for (const auto& p : content->GetArray()) {
             const std::string ppath = at(path + ".content", j++);
-            const rj::Value* pt = str_member(p, "type");
+            const rj::Value* pt = json::get_str(p, "type");
             if (pt == nullptr) return fail(ppath + " must be an object with a string type");
             const std::string_view type = sv(*pt);
             if (type == "input_text") {
-                if (str_member(p, "text") == nullptr) return fail(ppath + ".text must be a string");
+                if (json::get_str(p, "text") == nullptr) return fail(ppath + ".text must be a string");
             } else if (type == "input_image" && !system) {
                 if (get(p, "file_id") != nullptr)
                     return fail(ppath + ".file_id: " + not_for_target("a file id") + "; send image_url");
-                if (str_member(p, "image_url") == nullptr) return fail(ppath + ".image_url must be a string");
+                if (json::get_str(p, "image_url") == nullptr) return fail(ppath + ".image_url must be a string");
                 const rj::Value* detail = get(p, "detail");
                 if (detail != nullptr && !detail->IsString()) return fail(ppath + ".detail must be a string");
             } else if (type == "input_image") {
@@ -225,14 +220,14 @@ private:
         std::size_t j = 0;
         for (const auto& p : content.GetArray()) {
             const std::string ppath = at(path + ".content", j++);
-            const rj::Value* pt = str_member(p, "type");
+            const rj::Value* pt = json::get_str(p, "type");
             if (pt == nullptr) return fail(ppath + " must be an object with a string type");
             const std::string_view type = sv(*pt);
             const char* field = type == "output_text" || type == "input_text" ? "text"
                                 : type == "refusal"                           ? "refusal"
                                                                               : nullptr;
             if (field == nullptr) return fail(ppath + ": " + not_for_target("content part type " + quoted(type)));
-            const rj::Value* s = str_member(p, field);
+            const rj::Value* s = json::get_str(p, field);
             if (s == nullptr) return fail(ppath + "." + field + " must be a string");
             if (pending_has_text_) pending_text_ += "\n\n";
             pending_text_.append(sv(*s));
@@ -242,9 +237,9 @@ private:
     }
 
     bool function_call(const rj::Value& item, const std::string& path) {
-        const rj::Value* id = str_member(item, "call_id");
+        const rj::Value* id = json::get_str(item, "call_id");
         if (id == nullptr) return fail(path + ".call_id must be a string");
-        const rj::Value* name = str_member(item, "name");
+        const rj::Value* name = json::get_str(item, "name");
         if (name == nullptr) return fail(path + ".name must be a string");
         Call c{std::string(sv(*id)), std::string(sv(*name)), "{}"};
         if (const rj::Value* a = get(item, "arguments")) {
@@ -263,7 +258,7 @@ private:
     }
 
     bool function_output(const rj::Value& item, const std::string& path) {
-        const rj::Value* id = str_member(item, "call_id");
+        const rj::Value* id = json::get_str(item, "call_id");
         if (id == nullptr) return fail(path + ".call_id must be a string");
         const rj::Value* output = get(item, "output");
         std::string text;
@@ -273,10 +268,10 @@ private:
             std::size_t j = 0;
             for (const auto& p : output->GetArray()) {
                 const std::string ppath = at(path + ".output", j++);
-                const rj::Value* pt = str_member(p, "type");
+                const rj::Value* pt = json::get_str(p, "type");
                 if (pt == nullptr || sv(*pt) != "input_text")
                     return fail(ppath + ": " + not_for_target("a function output part other than input_text"));
-                const rj::Value* s = str_member(p, "text");
+                const rj::Value* s = json::get_str(p, "text");
                 if (s == nullptr) return fail(ppath + ".text must be a string");
                 if (!text.empty()) text += "\n\n";
                 text.append(sv(*s));
@@ -320,12 +315,12 @@ private:
             std::size_t i = 0;
             for (const auto& t : ts->GetArray()) {
                 const std::string path = at("tools", i++);
-                const rj::Value* type = str_member(t, "type");
+                const rj::Value* type = json::get_str(t, "type");
                 if (type == nullptr) return fail(path + " must be an object with a string type");
                 if (sv(*type) != "function")
                     return fail(path + ": " + not_for_target("the built-in tool " + quoted(sv(*type))) +
                                 " (function tools only; built-in tools need an OpenAI-type provider)");
-                const rj::Value* name = str_member(t, "name");
+                const rj::Value* name = json::get_str(t, "name");
                 if (name == nullptr) return fail(path + ".name must be a string");
                 const rj::Value* desc = get(t, "description");
                 if (desc != nullptr && !desc->IsString()) return fail(path + ".description must be a string");
@@ -347,11 +342,11 @@ private:
                     return fail("tool_choice must be \"auto\", \"none\", \"required\" or a function");
                 w_.field("tool_choice", c);
             } else if (choice->IsObject()) {
-                const rj::Value* type = str_member(*choice, "type");
+                const rj::Value* type = json::get_str(*choice, "type");
                 if (type == nullptr) return fail("tool_choice.type must be a string");
                 if (sv(*type) != "function")
                     return fail(not_for_target("tool_choice type " + quoted(sv(*type))));
-                const rj::Value* name = str_member(*choice, "name");
+                const rj::Value* name = json::get_str(*choice, "name");
                 if (name == nullptr) return fail("tool_choice.name must be a string");
                 w_.key("tool_choice").begin_object().field("type", "function").key("function").begin_object();
                 w_.field("name", sv(*name)).end_object().end_object();
@@ -372,7 +367,7 @@ private:
         if (!text->IsObject()) return fail("text must be an object");
         const rj::Value* f = get(*text, "format");
         if (f == nullptr) return true;
-        const rj::Value* type = f->IsObject() ? str_member(*f, "type") : nullptr;
+        const rj::Value* type = f->IsObject() ? json::get_str(*f, "type") : nullptr;
         if (type == nullptr) return fail("text.format.type must be a string");
         const std::string_view t = sv(*type);
         if (t == "text") return true;
@@ -383,7 +378,7 @@ private:
             w_.key("response_format").begin_object().field("type", "json_object").end_object();
             return true;
         }
-        const rj::Value* name = str_member(*f, "name");
+        const rj::Value* name = json::get_str(*f, "name");
         if (name == nullptr) return fail("text.format.name must be a string");
         const rj::Value* schema = get(*f, "schema");
         if (schema == nullptr || !schema->IsObject()) return fail("text.format.schema must be an object");

@@ -22,6 +22,13 @@ inline const rapidjson::Value* get(const rapidjson::Value& o, const char* name) 
     return &it->value;
 }
 
+// The member's value when it is a string; nullptr otherwise (absent, null,
+// another type).
+inline const rapidjson::Value* get_str(const rapidjson::Value& o, const char* name) {
+    const rapidjson::Value* v = get(o, name);
+    return v != nullptr && v->IsString() ? v : nullptr;
+}
+
 // A count: a non-negative integer that fits int64; -1 when v is absent
 // (nullptr) or not one.
 inline std::int64_t count(const rapidjson::Value* v) {
