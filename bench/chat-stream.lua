@@ -1,10 +1,12 @@
--- wrk script for bench/run: one streamed chat completion per request (the
--- stream scenarios: plain-stream, gateway-stream, gateway-anthropic-stream).
--- The URL (with path /v1/chat/completions) comes from the command line.
+-- wrk script for bench/run: one streamed answer per request (the stream
+-- scenarios: plain-stream, gateway-stream, gateway-anthropic-stream). The URL
+-- comes from the command line; the body from BENCH_BODY (bench/run sets it
+-- for BENCH_PATH: a Responses API request with /v1/responses), else a
+-- streamed chat completion.
 wrk.method = "POST"
 wrk.headers["Authorization"] = "Bearer sk-bench-key"
 wrk.headers["Content-Type"] = "application/json"
-wrk.body = '{"model":"gpt-4o-mini","stream":true,"messages":[{"role":"user","content":"Say hello"}]}'
+wrk.body = os.getenv("BENCH_BODY") or '{"model":"gpt-4o-mini","stream":true,"messages":[{"role":"user","content":"Say hello"}]}'
 
 -- wrk itself counts responses with status >= 400 in errors.status.
 -- BENCH_STRICT=1 also counts every non-2xx (1xx/3xx too) in a response()
