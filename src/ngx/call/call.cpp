@@ -386,16 +386,7 @@ ngx_int_t Call::on_body(ngx_http_request_t* s, ngx_chain_t* in) {
     const bool may_hold = s->cached && mode == Mode::Relay;
     if (may_hold && held_ != nullptr) {
         if (request_flush(*this) == NGX_ERROR) return NGX_ERROR;
-        ngx_chain_t** last = &held_;
-        while (*last != nullptr) last = &(*last)->next;
-        for (ngx_chain_t* cl = in; cl != nullptr; cl = cl->next) {
-            ngx_chain_t* link = ngx_alloc_chain_link(s->pool);
-            if (link == nullptr) return NGX_ERROR;
-            link->buf = cl->buf;
-            link->next = nullptr;
-            *last = link;
-            last = &link->next;
-        }
+        if (ngx_chain_add_copy(s->pool, &held_, in) != NGX_OK) return NGX_ERROR;
         in = held_;
         held_ = nullptr;
         s->buffered &= ~kFileBuffered;
@@ -404,15 +395,7 @@ ngx_int_t Call::on_body(ngx_http_request_t* s, ngx_chain_t* in) {
         if (may_hold && announced_ && (s->connection->buffered & NGX_HTTP_LOWLEVEL_BUFFERED)) {
             if (ngx_int_t rc = pass_on(out); rc == NGX_ERROR) return rc;
             // The links of `in` belong to the filter above: held in links of our own.
-            ngx_chain_t** last = &held_;
-            for (ngx_chain_t* rest = cl; rest != nullptr; rest = rest->next) {
-                ngx_chain_t* link = ngx_alloc_chain_link(s->pool);
-                if (link == nullptr) return NGX_ERROR;
-                link->buf = rest->buf;
-                link->next = nullptr;
-                *last = link;
-                last = &link->next;
-            }
+            if (ngx_chain_add_copy(s->pool, &held_, cl) != NGX_OK) return NGX_ERROR;
             s->buffered |= kFileBuffered;
             ngx_log_debug0(NGX_LOG_DEBUG_HTTP, s->connection->log, 0,
                            "llm_gateway: cache hit: the client is slow; reading of the cached answer waits");
@@ -434,9 +417,7 @@ ngx_int_t Call::on_body(ngx_http_request_t* s, ngx_chain_t* in) {
             std::string_view bytes(reinterpret_cast<const char*>(b->pos), static_cast<std::size_t>(b->last - b->pos));
             b->pos = b->last;
             if (b->in_file) b->file_pos = b->file_last;
-            cache_on_bytes(*this, bytes);
-            if (!bytes.empty() && mode == Mode::Relay) bytes = bytes.substr(0, request_on_answer_bytes(*this, bytes.size()));
-            if (!bytes.empty()) codec->feed(bytes, out);
+            feed(bytes, out);
             if (may_hold) {
                 if (ngx_int_t rc = pass_on(out); rc == NGX_ERROR) return rc;
             }
@@ -469,10 +450,7 @@ ngx_int_t Call::read_file(ngx_http_request_t* s, std::string& out) {
             return NGX_ERROR;
         }
         b->file_pos += n;
-        std::string_view bytes = piece;
-        cache_on_bytes(*this, bytes);
-        if (mode == Mode::Relay) bytes = bytes.substr(0, request_on_answer_bytes(*this, bytes.size()));
-        if (!bytes.empty()) codec->feed(bytes, out);
+        feed(piece, out);
         const ngx_int_t rc = pass_on(out);
         if (rc == NGX_ERROR) {
             file_buf_ = nullptr;
@@ -490,6 +468,14 @@ ngx_int_t Call::read_file(ngx_http_request_t* s, std::string& out) {
     file_buf_ = nullptr;
     s->buffered &= ~kFileBuffered;
     return NGX_OK;
+}
+
+// Bytes of the answer as nginx read them: the cache's tool-call watch sees
+// them all, the codec those the drain's bound leaves it.
+void Call::feed(std::string_view bytes, std::string& out) {
+    cache_on_bytes(*this, bytes);
+    if (!bytes.empty() && mode == Mode::Relay) bytes = bytes.substr(0, request_on_answer_bytes(*this, bytes.size()));
+    if (!bytes.empty()) codec->feed(bytes, out);
 }
 
 // What the codec produced goes to the request: captured, or relayed when

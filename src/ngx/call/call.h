@@ -130,6 +130,7 @@ private:
     static void stop_handler(ngx_event_t* ev);
     ngx_int_t on_done(ngx_int_t rc);
     void deliver(std::string& out);
+    void feed(std::string_view bytes, std::string& out);
     ngx_int_t pass_on(std::string& out);
     ngx_int_t read_file(ngx_http_request_t* s, std::string& out);
     bool take(std::size_t n);
