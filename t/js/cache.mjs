@@ -10,22 +10,14 @@
 //   messages_stream @anthropic-ai/sdk messages.stream and finalMessage()
 //   responses       openai responses.create, not streamed
 //   embeddings      openai embeddings.create
-// Prints {"steps": {name: {...}}}; a failed step is {"ok": false, "status", "message"}.
+// Prints {"steps": {name: {...}}} (t/js/steps.mjs: a failed step is {"ok": false, "status", "name", "message", "error"}).
 
 import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
+import { stepEnv, runSteps } from './steps.mjs';
 
-const base = (process.env.GW_URL ?? '').replace(/\/+$/, '');
-if (!base) {
-  process.stdout.write(JSON.stringify({ fatal: 'GW_URL is not set' }) + '\n');
-  process.exit(2);
-}
-const key = process.env.GW_KEY ?? 'sk-missing';
-const steps = JSON.parse(process.env.STEPS ?? '[]');
+const { base, key, steps } = stepEnv();
 
-function failure(err) {
-  return { ok: false, status: err?.status ?? null, message: String(err?.message ?? err) };
-}
 
 async function runStep(s) {
   const opts = { maxRetries: 0, timeout: 15_000, defaultHeaders: s.headers ?? {} };
@@ -78,12 +70,4 @@ async function runStep(s) {
   throw new Error(`unknown op ${s.op}`);
 }
 
-const out = {};
-for (const s of steps) {
-  try {
-    out[s.name] = await runStep(s);
-  } catch (err) {
-    out[s.name] = failure(err);
-  }
-}
-process.stdout.write(JSON.stringify({ steps: out }) + '\n');
+await runSteps(steps, runStep);

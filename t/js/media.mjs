@@ -19,14 +19,9 @@ import fs from 'node:fs';
 import crypto from 'node:crypto';
 import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
+import { stepEnv, runSteps } from './steps.mjs';
 
-const base = (process.env.GW_URL ?? '').replace(/\/+$/, '');
-if (!base) {
-  process.stdout.write(JSON.stringify({ fatal: 'GW_URL is not set' }) + '\n');
-  process.exit(2);
-}
-const key = process.env.GW_KEY ?? 'sk-missing';
-const steps = JSON.parse(process.env.STEPS ?? '[]');
+const { base, key, steps } = stepEnv();
 const openai = new OpenAI({ baseURL: base + '/v1', apiKey: key, maxRetries: 0, timeout: 30_000 });
 
 // What the mock sends for a speech input (t/mock/provider.mjs speechBytes).
@@ -39,9 +34,6 @@ function speechBytes(input) {
 
 const sha256 = (buf) => crypto.createHash('sha256').update(buf).digest('hex');
 
-function failure(err) {
-  return { ok: false, status: err?.status ?? null, message: String(err?.message ?? err), error: err?.error ?? null };
-}
 
 async function step(s) {
   switch (s.op) {
@@ -89,12 +81,4 @@ async function step(s) {
   }
 }
 
-const out = {};
-for (const s of steps) {
-  try {
-    out[s.name] = await step(s);
-  } catch (err) {
-    out[s.name] = failure(err);
-  }
-}
-process.stdout.write(JSON.stringify({ steps: out }) + '\n');
+await runSteps(steps, step);

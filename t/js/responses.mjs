@@ -16,14 +16,9 @@
 // {"ok": false, "status", "name", "message", "error"}.
 
 import OpenAI from 'openai';
+import { stepEnv, runSteps } from './steps.mjs';
 
-const base = (process.env.GW_URL ?? '').replace(/\/+$/, '');
-if (!base) {
-  process.stdout.write(JSON.stringify({ fatal: 'GW_URL is not set' }) + '\n');
-  process.exit(2);
-}
-const key = process.env.GW_KEY ?? 'sk-missing';
-const steps = JSON.parse(process.env.STEPS ?? '[]');
+const { base, key, steps } = stepEnv();
 
 const WEATHER = {
   type: 'function',
@@ -34,15 +29,6 @@ const WEATHER = {
   strict: true,
 };
 
-function failure(err) {
-  return {
-    ok: false,
-    status: err?.status ?? null,
-    name: err?.constructor?.name ?? err?.name ?? null,
-    message: String(err?.message ?? err),
-    error: err?.error ?? null,
-  };
-}
 
 // What a test compares of a response object.
 function summary(r) {
@@ -112,12 +98,4 @@ async function runStep(s) {
   throw new Error(`unknown op ${s.op}`);
 }
 
-const out = {};
-for (const s of steps) {
-  try {
-    out[s.name] = await runStep(s);
-  } catch (err) {
-    out[s.name] = failure(err);
-  }
-}
-process.stdout.write(JSON.stringify({ steps: out }) + '\n');
+await runSteps(steps, runStep);

@@ -16,14 +16,9 @@
 
 import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
+import { stepEnv, runSteps } from './steps.mjs';
 
-const base = (process.env.GW_URL ?? '').replace(/\/+$/, '');
-if (!base) {
-  process.stdout.write(JSON.stringify({ fatal: 'GW_URL is not set' }) + '\n');
-  process.exit(2);
-}
-const key = process.env.GW_KEY ?? 'sk-missing';
-const steps = JSON.parse(process.env.STEPS ?? '[]');
+const { base, key, steps } = stepEnv();
 
 const openai = new OpenAI({ baseURL: base + '/v1', apiKey: key, maxRetries: 0, timeout: 15_000 });
 const anthropic = new Anthropic({ baseURL: base, apiKey: key, maxRetries: 0, timeout: 15_000 });
@@ -42,15 +37,6 @@ const WEATHER_ANTHROPIC = {
   input_schema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
 };
 
-function failure(err) {
-  return {
-    ok: false,
-    status: err?.status ?? null,
-    name: err?.constructor?.name ?? err?.name ?? null,
-    message: String(err?.message ?? err),
-    error: err?.error ?? null,
-  };
-}
 
 async function openaiStep(s) {
   const messages = [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Say hello' }];
@@ -155,12 +141,4 @@ async function anthropicStep(s) {
   throw new Error(`unknown anthropic op ${s.op}`);
 }
 
-const out = { steps: {} };
-for (const s of steps) {
-  try {
-    out.steps[s.name] = s.client === 'anthropic' ? await anthropicStep(s) : await openaiStep(s);
-  } catch (err) {
-    out.steps[s.name] = failure(err);
-  }
-}
-process.stdout.write(JSON.stringify(out) + '\n');
+await runSteps(steps, (s) => (s.client === 'anthropic' ? anthropicStep(s) : openaiStep(s)));
